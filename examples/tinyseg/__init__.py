@@ -1,0 +1,1 @@
+"""TinySeg: a very small patch-transformer for semantic segmentation."""

@@ -1,0 +1,147 @@
+"""The `devlint` command: `devlint [check] [PATHS]`, `devlint rule CODE`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from devlint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SUBCOMMANDS = ("check", "rule")
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="devlint check",
+        description="Find PyTorch device bugs: hardcoded CUDA, torch.load without map_location, "
+        "tensors left on the CPU.",
+    )
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
+    p.add_argument("--select", action="append", metavar="CODES", help="rule codes or prefixes to enable (replaces the configured selection)")
+    p.add_argument("--extend-select", action="append", metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
+    p.add_argument("--ignore", action="append", metavar="CODES", help="rule codes or prefixes to disable")
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    p.add_argument("--config", type=Path, metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
+    p.add_argument("--isolated", action="store_true", help="ignore all configuration files")
+    p.add_argument("--exclude", action="append", default=[], metavar="PATTERN", help="extra glob patterns to skip while walking directories")
+    p.add_argument("--version", action="version", version=f"devlint {__version__}")
+    return p
+
+
+def _rule_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="devlint rule", description="Show a rule's documentation.")
+    p.add_argument("code", nargs="?", help="a rule code, e.g. DEV003")
+    p.add_argument("--all", action="store_true", help="list every rule")
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["--version"], ["-V"]):
+        print(f"devlint {__version__}")
+        return EXIT_CLEAN
+    if argv[:1] in (["-h"], ["--help"]):
+        _check_parser().print_help()
+        print("\nother commands:\n  devlint rule CODE   show a rule's documentation (devlint rule --all lists them)")
+        return EXIT_CLEAN
+    command = argv.pop(0) if argv and argv[0] in SUBCOMMANDS else "check"
+    try:
+        if command == "rule":
+            return run_rule(_rule_parser().parse_args(argv))
+        return run_check(_check_parser().parse_args(argv))
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from devlint import output
+    from devlint.config import ConfigError, Selection, check_selectors, find_config, load_settings, split_codes
+    from devlint.runner import FileReport, check_file, discover
+
+    cwd = Path.cwd()
+    paths = args.paths or [Path(".")]
+    try:
+        if args.isolated:
+            config_file = None
+        elif args.config is not None:
+            config_file = args.config
+        else:
+            config_file = find_config(paths[0] if paths[0].exists() else cwd) or find_config(cwd)
+        settings = load_settings(config_file, cwd)
+        settings.layers.append(Selection(
+            select=check_selectors(split_codes(args.select), "--select") if args.select else None,
+            extend_select=check_selectors(split_codes(args.extend_select), "--extend-select"),
+            ignore=check_selectors(split_codes(args.ignore), "--ignore"),
+        ))
+        settings.exclude += args.exclude
+    except ConfigError as exc:
+        print(f"devlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+    reports: list[FileReport] = []
+    missing = False
+    for path, problem in discover(paths, settings):
+        display = _display(path, cwd)
+        if problem is not None:
+            missing = True
+            reports.append(FileReport(path, display, error=problem))
+        else:
+            reports.append(check_file(path, settings, display))
+
+    if args.output_format == "json":
+        output.write_json(reports, sys.stdout)
+    else:
+        output.write_text(reports, sys.stdout, sys.stderr, statistics=args.statistics)
+    findings, errors = output.count(reports)
+    if missing:
+        return EXIT_ERROR
+    if args.exit_zero:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if findings or errors else EXIT_CLEAN
+
+
+def _display(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(cwd)) if path.is_absolute() else str(path)
+    except ValueError:
+        return str(path)
+
+
+def run_rule(args: argparse.Namespace) -> int:
+    from devlint import docs
+    from devlint.output import rule_url
+    from devlint.rules import ALL_RULES, BY_CODE
+
+    if args.all:
+        if args.output_format == "json":
+            print(json.dumps([
+                {"code": r.code, "name": r.name, "summary": r.summary, "url": rule_url(r.code),
+                 "explanation": docs.rule_doc(r.code)}
+                for r in ALL_RULES
+            ], indent=2))
+        else:
+            for r in ALL_RULES:
+                print(f"{r.code}  {r.name:<32} {r.summary}")
+        return EXIT_CLEAN
+    if not args.code:
+        print("devlint rule: error: give a rule code (e.g. DEV003) or --all", file=sys.stderr)
+        return EXIT_ERROR
+    rule = BY_CODE.get(args.code.upper())
+    doc = docs.rule_doc(rule.code) if rule else None
+    if rule is None or doc is None:
+        print(f"devlint rule: error: unknown rule `{args.code}`", file=sys.stderr)
+        return EXIT_ERROR
+    if args.output_format == "json":
+        print(json.dumps({"code": rule.code, "name": rule.name, "summary": rule.summary,
+                          "url": rule_url(rule.code), "explanation": doc}, indent=2))
+    else:
+        sys.stdout.write(doc if doc.endswith("\n") else doc + "\n")
+    return EXIT_CLEAN

@@ -1,0 +1,170 @@
+"""Settings: `[tool.devlint]` in the nearest pyproject.toml, then the command line on top."""
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from devlint.rules import ALL_RULES
+
+# Always skipped while walking directories: VCS data, virtual environments, caches, build output.
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".devlint_cache", "build", "dist", "site-packages", "node_modules",
+    "*.egg-info", ".eggs", "__pypackages__", "_build", "buck-out", ".ipynb_checkpoints", ".direnv",
+)
+KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores"}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Selection:
+    """One layer of rule selection (defaults, pyproject, command line)."""
+
+    select: Optional[list[str]] = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Settings:
+    root: Path
+    config_file: Optional[Path] = None
+    layers: list[Selection] = field(default_factory=lambda: [Selection(select=["DEV"])])
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+    def enabled_codes(self) -> set[str]:
+        enabled: set[str] = set()
+        for layer in self.layers:
+            if layer.select is not None:
+                enabled = set()
+            selecting = (layer.select or []) + layer.extend_select
+            for rule in ALL_RULES:
+                chosen = _most_specific(rule.code, selecting)
+                dropped = _most_specific(rule.code, layer.ignore)
+                if dropped is not None and (chosen is None or len(dropped) >= len(chosen)):
+                    enabled.discard(rule.code)
+                elif chosen is not None:
+                    enabled.add(rule.code)
+        return enabled
+
+    def rules(self):
+        codes = self.enabled_codes()
+        return [rule for rule in ALL_RULES if rule.code in codes]
+
+    def relative(self, path: Path) -> Optional[str]:
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return None
+
+    def is_excluded(self, path: Path) -> bool:
+        rel = self.relative(path)
+        patterns = (*DEFAULT_EXCLUDE, *self.exclude)
+        for pattern in patterns:
+            pattern = pattern.rstrip("/")
+            if fnmatch.fnmatchcase(path.name, pattern):
+                return True
+            if rel is not None and "/" in pattern and fnmatch.fnmatchcase(rel, pattern.lstrip("./")):
+                return True
+        return False
+
+    def ignored_codes_for(self, path: Path) -> list[str]:
+        rel = self.relative(path) or path.as_posix()
+        out: list[str] = []
+        for pattern, codes in self.per_file_ignores.items():
+            if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(path.name, pattern):
+                out.extend(codes)
+        return out
+
+
+def _most_specific(code: str, selectors: Iterable[str]) -> Optional[str]:
+    matches = [s for s in selectors if code.startswith(s)]
+    return max(matches, key=len) if matches else None
+
+
+def check_selectors(selectors: Iterable[str], where: str) -> list[str]:
+    out = []
+    for selector in selectors:
+        selector = selector.strip().upper()
+        if not selector:
+            continue
+        if selector != "ALL" and not any(rule.code.startswith(selector) for rule in ALL_RULES):
+            raise ConfigError(f"{where}: unknown rule selector `{selector}`")
+        out.append("DEV" if selector == "ALL" else selector)
+    return out
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml with a [tool.devlint] table, from `start` upwards."""
+    start = start.resolve()
+    for directory in (start, *start.parents) if start.is_dir() else start.parents:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"{candidate}: not valid TOML: {exc}") from None
+            if "devlint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_settings(config_file: Optional[Path], cwd: Path) -> Settings:
+    if config_file is None:
+        return Settings(root=cwd)
+    try:
+        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{config_file}: not valid TOML: {exc}") from None
+    table = data.get("tool", {}).get("devlint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{config_file}: [tool.devlint] must be a table")
+    unknown = set(table) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{config_file}: unknown key(s) in [tool.devlint]: {', '.join(sorted(unknown))}")
+    where = f"{config_file} [tool.devlint]"
+    layer = Selection(
+        select=check_selectors(_strings(table, "select", where), where) if "select" in table else None,
+        extend_select=check_selectors(_strings(table, "extend-select", where), where),
+        ignore=check_selectors(_strings(table, "ignore", where), where),
+    )
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{where}: per-file-ignores must be a table of glob = [codes]")
+    settings = Settings(root=config_file.parent, config_file=config_file)
+    settings.layers.append(layer)
+    settings.exclude = _strings(table, "exclude", where) + _strings(table, "extend-exclude", where)
+    settings.per_file_ignores = {
+        pattern: check_selectors(_as_list(codes, f"{where} per-file-ignores", pattern), where)
+        for pattern, codes in per_file.items()
+    }
+    return settings
+
+
+def _strings(table: dict, key: str, where: str) -> list[str]:
+    return _as_list(table.get(key, []), where, key)
+
+
+def _as_list(value, where: str, key: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return list(value)
+
+
+def split_codes(values: Optional[Sequence[str]]) -> list[str]:
+    """`--select DEV001,DEV002 --select DEV5` -> ['DEV001', 'DEV002', 'DEV5']"""
+    return [part for value in values or () for part in value.split(",") if part.strip()]

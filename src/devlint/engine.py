@@ -1,0 +1,275 @@
+"""The engine: source text in, findings out. Pure: no I/O, no printing.
+
+One libcst parse per file, one traversal running every selected rule. Rules see the
+shared facts (`FileFacts`) and the traversal context (`Context`): where we are, whether
+the code is under a CUDA guard, and which methods run at forward time.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from devlint import guards, syntax
+from devlint.facts import ClassInfo, FileFacts
+
+# A file that holds none of these words cannot hold a finding and is never parsed.
+PREFILTER = re.compile(r"cuda|torch|map_location")
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    message: str
+    row: int  # 1-based
+    column: int  # 1-based
+    end_row: int
+    end_column: int
+
+    @property
+    def sort_key(self):
+        return (self.row, self.column, self.code)
+
+
+class ParseError(Exception):
+    """The source is not valid Python (for libcst)."""
+
+    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message, self.row, self.column = message, row, column
+
+
+class ClassFrame:
+    def __init__(self, node: cst.ClassDef, info: Optional[ClassInfo]) -> None:
+        self.node = node
+        self.is_module = bool(info and info.is_module)
+        self.self_calls: dict[str, set[str]] = {}  # method -> names called as self.NAME(...)
+        self.on_forward_time_known: list[tuple[str, Callable[[bool], None]]] = []
+        self.data: dict = {}
+
+
+class FunctionFrame:
+    def __init__(self, node: cst.FunctionDef, parent: "Optional[FunctionFrame]", klass: Optional[ClassFrame]):
+        self.node = node
+        self.data: dict = {}
+        if klass is not None:  # a method: `self` is its first parameter
+            self.klass, self.method = klass, node.name.value
+            params = [*node.params.posonly_params, *node.params.params]
+            is_static = "staticmethod" in syntax.decorator_names(node)
+            self.self_name = params[0].name.value if params and not is_static else None
+        elif parent is not None:  # a function nested in a function: belongs to the same method
+            self.klass, self.method, self.self_name = parent.klass, parent.method, parent.self_name
+        else:
+            self.klass, self.method, self.self_name = None, None, None
+
+    @property
+    def in_module_class(self) -> bool:
+        return self.klass is not None and self.klass.is_module
+
+
+class Context:
+    """What a rule may ask about the place the traversal is at."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.ancestors: list[cst.CSTNode] = []  # the current node is ancestors[-1]
+        self.classes: list[ClassFrame] = []
+        self.functions: list[FunctionFrame] = []
+        self._block_guards: list[int] = []
+        self._test_kinds: dict[cst.CSTNode, Optional[str]] = {}
+        self._decorator_guard: dict[cst.CSTNode, bool] = {}
+        self._device_contexts = 0
+        self.findings: list[tuple[str, str, str, cst.CSTNode]] = []
+
+    @property
+    def function(self) -> Optional[FunctionFrame]:
+        return self.functions[-1] if self.functions else None
+
+    @property
+    def klass(self) -> Optional[ClassFrame]:
+        return self.classes[-1] if self.classes else None
+
+    def report(self, code: str, name: str, node: cst.CSTNode, message: str) -> None:
+        self.findings.append((code, name, message, node))
+
+    # --- forward time ----------------------------------------------------------------
+    def when_forward_time_known(self, frame: Optional[FunctionFrame], callback: Callable[[bool], None]) -> None:
+        """Call back once it is known whether `frame` runs at forward time (at its class's end)."""
+        if frame is None or frame.klass is None or not frame.klass.is_module:
+            callback(False)
+        else:
+            frame.klass.on_forward_time_known.append((frame.method, callback))
+
+    # --- guards -----------------------------------------------------------------------
+    def test_kind(self, test: cst.BaseExpression) -> Optional[str]:
+        if test not in self._test_kinds:
+            self._test_kinds[test] = guards.cuda_test_kind(test)
+        return self._test_kinds[test]
+
+    def is_guarded(self, placement_expressions_guard: bool = True, upto: Optional[int] = None) -> bool:
+        """Whether the current node only runs when CUDA is there (or a device was chosen).
+
+        With placement_expressions_guard=False, a conditional expression testing a tensor's
+        own placement (`"cuda" if x.is_cuda else "cpu"`) does not count.
+        """
+        if self.facts.file_guarded or any(self._block_guards):
+            return True
+        chain = self.ancestors if upto is None else self.ancestors[:upto]
+        for parent, child in zip(chain, chain[1:]):
+            if isinstance(parent, (cst.If, cst.While)) and child is not parent.test:
+                if self.test_kind(parent.test) is not None:
+                    return True
+            elif isinstance(parent, cst.IfExp) and child is not parent.test:
+                kind = self.test_kind(parent.test)
+                if kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard):
+                    return True
+            elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.decorators:
+                if parent not in self._decorator_guard:
+                    self._decorator_guard[parent] = guards.has_skip_marker(parent)
+                if self._decorator_guard[parent]:
+                    return True
+        return False
+
+    @property
+    def in_device_context(self) -> bool:
+        """Inside `with torch.device(...):`, where factories default to that device."""
+        return self._device_contexts > 0
+
+
+class Rule:
+    """A rule: its identity, and `visit_<Node>` / `leave_<Node>` handlers over the traversal."""
+
+    code: str = ""
+    name: str = ""
+    summary: str = ""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.facts = ctx.facts
+
+    def report(self, node: cst.CSTNode, message: str) -> None:
+        self.ctx.report(self.code, self.name, node, message)
+
+
+class _Traversal(cst.CSTVisitor):
+    def __init__(self, ctx: Context, rules: Sequence[Rule]) -> None:
+        self.ctx = ctx
+        self.visitors: dict[str, list[Callable]] = {}
+        self.leavers: dict[str, list[Callable]] = {}
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self.visitors.setdefault(attr[6:], []).append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self.leavers.setdefault(attr[6:], []).append(getattr(rule, attr))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        ctx = self.ctx
+        ctx.ancestors.append(node)
+        kind = type(node).__name__
+        if kind in ("IndentedBlock", "Module"):
+            ctx._block_guards.append(0)
+        elif kind == "ClassDef":
+            ctx.classes.append(ClassFrame(node, ctx.facts.class_info(node)))
+        elif kind == "FunctionDef":
+            parent_fn = ctx.function
+            direct_method = ctx.klass is not None and (parent_fn is None or ctx.klass.node is ctx.ancestors[-3])
+            ctx.functions.append(FunctionFrame(node, parent_fn, ctx.klass if direct_method else None))
+        elif kind == "With" and any(self._is_device_context(item.item) for item in node.items):
+            ctx._device_contexts += 1
+        elif kind == "Call":
+            self._note_self_call(node)
+        elif kind in ("Import", "ImportFrom") and ctx.functions:
+            ctx.facts.add_import(node)  # module-level imports were read by the scan
+        for handler in self.visitors.get(kind, ()):
+            handler(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        ctx = self.ctx
+        kind = type(original_node).__name__
+        for handler in self.leavers.get(kind, ()):
+            handler(original_node)
+        if kind in ("IndentedBlock", "Module"):
+            ctx._block_guards.pop()
+        elif kind == "If" and guards.is_early_exit(original_node):
+            ctx._block_guards[-1] += 1
+        elif kind == "Assert" and ctx.test_kind(original_node.test) is not None:
+            ctx._block_guards[-1] += 1
+        elif kind == "ClassDef":
+            self._resolve_forward_time(ctx.classes.pop())
+        elif kind == "FunctionDef":
+            ctx.functions.pop()
+        elif kind == "With" and any(self._is_device_context(item.item) for item in original_node.items):
+            ctx._device_contexts -= 1
+        ctx.ancestors.pop()
+
+    def _is_device_context(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self.ctx.facts.resolve(expr.func) == "torch.device"
+
+    def _note_self_call(self, call: cst.Call) -> None:
+        frame = self.ctx.function
+        func = call.func
+        if (
+            frame is not None
+            and frame.klass is not None
+            and frame.self_name is not None
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == frame.self_name
+        ):
+            frame.klass.self_calls.setdefault(frame.method, set()).add(func.attr.value)
+
+    @staticmethod
+    def _resolve_forward_time(klass: ClassFrame) -> None:
+        forward_time: set[str] = set()
+        pending = ["forward"] if klass.is_module else []
+        while pending:
+            method = pending.pop()
+            if method not in forward_time:
+                forward_time.add(method)
+                pending.extend(klass.self_calls.get(method, ()))
+        for method, callback in klass.on_forward_time_known:
+            callback(method in forward_time)
+
+
+def parse(source: str) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise ParseError(exc.message.strip() or "invalid syntax", exc.raw_line, exc.raw_column + 1) from None
+    except (SyntaxError, ValueError, RecursionError) as exc:  # libcst surfaces a few errors this way
+        raise ParseError(str(exc).strip() or type(exc).__name__) from None
+
+
+def could_hold_finding(source: str) -> bool:
+    return PREFILTER.search(source) is not None
+
+
+def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]]) -> list[Finding]:
+    ctx = Context(FileFacts(module))
+    rules = [cls(ctx) for cls in rule_classes]
+    if rules:
+        module.visit(_Traversal(ctx, rules))
+    if not ctx.findings:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = {}
+    for code, name, message, node in ctx.findings:
+        where = positions[node]
+        finding = Finding(code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        findings[(finding.row, finding.column, code)] = finding  # one finding per place and code
+    return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def check_source(source: str, rule_classes: Optional[Iterable[type[Rule]]] = None) -> list[Finding]:
+    """Findings in `source`, sorted by position. Raises ParseError when it does not parse."""
+    from devlint.rules import ALL_RULES
+
+    if not could_hold_finding(source):
+        return []
+    return check_module(parse(source), ALL_RULES if rule_classes is None else rule_classes)

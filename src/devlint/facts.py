@@ -1,0 +1,201 @@
+"""Facts about one file that every rule shares, gathered once by a statement-level scan.
+
+The scan never descends into expressions, so it costs a small fraction of the traversal:
+imports (any depth), classes and whether each is an nn.Module class, functions and their
+signatures, and a file-wide CUDA skip marker. What needs expressions (forward-time methods,
+registered buffers) is collected during the one traversal in `engine`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from devlint import names, syntax
+
+SIGNATURE_KEEPING_DECORATORS = frozenset(
+    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad",
+     "functools.lru_cache", "functools.cache", "lru_cache", "cache", "torch.jit.unused",
+     "torch.jit.ignore", "torch.jit.export"}
+)
+
+
+@dataclass
+class FunctionInfo:
+    node: cst.FunctionDef
+    takes_map_location: bool  # declares `map_location` or `**kwargs`
+    signature_known: bool  # no decorator that could change what it accepts
+
+
+@dataclass
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    base_names: list[Optional[str]]
+    methods: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
+    is_module: bool = False
+
+
+class FileFacts:
+    def __init__(self, module: cst.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        self.classes: dict[cst.ClassDef, ClassInfo] = {}
+        self.functions: dict[str, list[FunctionInfo]] = {}  # module-level, by name
+        self.methods_by_name: dict[str, list[FunctionInfo]] = {}
+        self.file_guarded = False
+        self._bound_torch = False
+        self._scan(module.body, top_level=True, in_class=None)
+        if not self._bound_torch:
+            # Snippets and notebooks use `torch` without importing it in this file.
+            self.aliases.setdefault("torch", "torch")
+        self._classify_modules()
+
+    # --- names -------------------------------------------------------------------------
+    def resolve(self, node: cst.BaseExpression) -> Optional[str]:
+        """The qualified name that an expression refers to through the file's imports."""
+        dotted = syntax.dotted_name(node)
+        return None if dotted is None else self.resolve_dotted(dotted)
+
+    def resolve_dotted(self, dotted: str) -> Optional[str]:
+        head, _, rest = dotted.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def is_tensor_source(self, call: cst.Call) -> Optional[str]:
+        qualified = self.resolve(call.func)
+        return qualified if qualified in names.TENSOR_SOURCES else None
+
+    def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = syntax.dotted_name(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self._bind(alias.asname.name.value, full)
+                else:
+                    head = full.split(".")[0]
+                    self._bind(head, head)
+            return
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = syntax.dotted_name(node.module) if node.module is not None else ""
+        if module is None:
+            return
+        module = "." * len(node.relative) + module
+        for alias in node.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self._bind(local, f"{module}.{alias.name.value}" if module else alias.name.value)
+
+    def _bind(self, local: str, target: str) -> None:
+        if local == "torch":
+            self._bound_torch = True
+        self.aliases[local] = target
+
+    # --- classes and functions -----------------------------------------------------------
+    def class_info(self, node: cst.ClassDef) -> Optional[ClassInfo]:
+        return self.classes.get(node)
+
+    def module_functions(self, name: str) -> list[FunctionInfo]:
+        return self.functions.get(name, [])
+
+    def _scan(self, statements, top_level: bool, in_class: Optional[ClassInfo]) -> None:
+        for stmt in statements:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        self.add_import(small)
+                    elif top_level and isinstance(small, cst.Assign):
+                        self._scan_module_assign(small)
+            elif isinstance(stmt, cst.ClassDef):
+                info = ClassInfo(stmt, stmt.name.value, [_base_name(a.value) for a in stmt.bases])
+                self.classes[stmt] = info
+                self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=info)
+            elif isinstance(stmt, cst.FunctionDef):
+                info = function_info(stmt)
+                if in_class is not None:
+                    in_class.methods.setdefault(stmt.name.value, []).append(stmt)
+                    self.methods_by_name.setdefault(stmt.name.value, []).append(info)
+                elif top_level:
+                    self.functions.setdefault(stmt.name.value, []).append(info)
+                self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=None)
+            else:
+                # if / try / with / for / while: definitions inside still belong to this level.
+                for suite in _suites(stmt):
+                    self._scan(suite, top_level=top_level, in_class=in_class)
+
+    def _scan_module_assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name) and target.target.value == "pytestmark":
+                values = node.value.elements if isinstance(node.value, (cst.List, cst.Tuple)) else [node.value]
+                if any(_is_skip_marker(getattr(v, "value", v)) for v in values):
+                    self.file_guarded = True
+
+    def _classify_modules(self) -> None:
+        by_name: dict[str, list[ClassInfo]] = {}
+        for info in self.classes.values():
+            by_name.setdefault(info.name, []).append(info)
+        decided: dict[int, bool] = {}
+
+        def is_module(info: ClassInfo, seen: frozenset) -> bool:
+            if id(info) in decided:
+                return decided[id(info)]
+            result = "forward" in info.methods or any(
+                self._base_is_module(base, by_name, seen | {id(info)}, is_module) for base in info.base_names
+            )
+            decided[id(info)] = result
+            return result
+
+        for info in self.classes.values():
+            info.is_module = is_module(info, frozenset())
+
+    def _base_is_module(self, base, by_name, seen, is_module) -> bool:
+        if base is None:
+            return False
+        local_classes = by_name.get(base)
+        if local_classes:
+            return any(is_module(c, seen) for c in local_classes if id(c) not in seen)
+        qualified = self.resolve_dotted(base)
+        if qualified is not None and (qualified.startswith("torch.nn.") or qualified == "torch.jit.ScriptModule"):
+            return True
+        last = base.rsplit(".", 1)[-1]
+        if last in names.FRAMEWORK_MODULE_BASES:
+            return True
+        return last.endswith(names.MODULE_BASE_SUFFIXES)
+
+
+def _base_name(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Subscript):  # Generic[T]-style bases
+        node = node.value
+    return syntax.dotted_name(node)
+
+
+def function_info(node: cst.FunctionDef) -> FunctionInfo:
+    params = node.params
+    takes = params.star_kwarg is not None or "map_location" in syntax.param_names(params)
+    known = all(name in SIGNATURE_KEEPING_DECORATORS for name in syntax.decorator_names(node))
+    return FunctionInfo(node, takes, known)
+
+
+def _suites(stmt: cst.CSTNode):
+    for child in stmt.children:
+        if isinstance(child, cst.IndentedBlock):
+            yield child.body
+        elif isinstance(child, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in (
+            "ExceptStarHandler",
+            "MatchCase",
+        ):
+            yield from _suites(child) if not isinstance(child, cst.If) else [[child]]
+
+
+def _is_skip_marker(node: cst.BaseExpression) -> bool:
+    from devlint.guards import is_skip_marker
+
+    return is_skip_marker(node)

@@ -1,0 +1,337 @@
+"""Where a tensor value goes inside one function: moved, used, stored, or dropped.
+
+Shared by the rules that follow values (DEV003, DEV004). Everything is syntactic and
+local to one function: no types, no inter-procedural flow beyond same-file helpers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
+
+import libcst as cst
+
+from devlint import names, syntax
+from devlint.facts import FileFacts
+
+MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
+PARAMETER_CLASSES = frozenset(
+    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
+)
+
+
+@dataclass
+class Fate:
+    """What happens to a value after the expression that made it."""
+
+    kind: str
+    met: list[cst.BaseExpression] = field(default_factory=list)  # other values it meets
+    name: Optional[str] = None  # for ASSIGNED: the local name it is bound to
+    at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement
+
+
+def is_dtype_only_move(call: cst.Call, facts: FileFacts) -> bool:
+    """`.to(torch.float16)` / `.to(dtype=...)` converts but does not move."""
+    args = [a for a in call.args if not a.star]
+    if not args or any(a.star for a in call.args):
+        return False
+    for arg in args:
+        if arg.keyword is not None:
+            if arg.keyword.value not in ("dtype", "non_blocking", "copy", "memory_format"):
+                return False
+        elif facts.resolve(arg.value) not in names.DTYPE_NAMES and not isinstance(arg.value, (cst.Name, cst.Attribute)) or (
+            facts.resolve(arg.value) not in names.DTYPE_NAMES and syntax.last_name(arg.value) not in ("dtype",)
+        ):
+            return False
+    return True
+
+
+def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
+    """Follow the value made by path[-1] up through its parents until something decides its fate."""
+    met: list[cst.BaseExpression] = []
+    siblings: list[cst.BaseExpression] = []  # values beside it in a list or tuple literal
+    i = len(path) - 1
+    while i > 0:
+        cur, parent = path[i], path[i - 1]
+        grand = path[i - 2] if i >= 2 else None
+        if isinstance(parent, cst.Attribute) and parent.value is cur:
+            attr = parent.attr.value
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                if attr in names.MOVES and not (attr == "to" and is_dtype_only_move(grand, facts)):
+                    return Fate(MOVE, met)
+                if attr in names.NON_TENSOR_METHODS:
+                    return Fate(NON_TENSOR, met)
+                if attr in names.MOVES or attr in names.SHAPE_METHODS or not grand.args:
+                    i -= 2
+                    continue
+                return Fate(USE, met + [a.value for a in grand.args])
+            if attr in ("T", "mT", "H", "mH", "data", "real", "imag"):
+                i -= 1
+                continue
+            return Fate(NON_TENSOR, met)
+        if isinstance(parent, cst.Subscript) and parent.value is cur:
+            met.extend(_index_expressions(parent))
+            i -= 1
+            continue
+        if isinstance(parent, (cst.SubscriptElement, cst.Index, cst.Slice)):
+            j = i - 1
+            while j > 0 and not isinstance(path[j], cst.Subscript):
+                j -= 1
+            subscript = path[j]
+            if isinstance(subscript, cst.Subscript):
+                return Fate(USE, met + [subscript.value])
+            return Fate(USE, met)
+        if isinstance(parent, (cst.UnaryOperation, cst.IfExp)):
+            if isinstance(parent, cst.IfExp) and parent.test is cur:
+                return Fate(NEUTRAL, met)
+            i -= 1
+            continue
+        if isinstance(parent, cst.BinaryOperation):
+            other = parent.right if parent.left is cur else parent.left
+            return Fate(USE, met + [other])
+        if isinstance(parent, cst.Comparison):
+            return Fate(USE, met + [t.comparator for t in parent.comparisons if t.comparator is not cur] + ([parent.left] if parent.left is not cur else []))
+        if isinstance(parent, cst.ComparisonTarget):
+            comparison = grand
+            if isinstance(comparison, cst.Comparison):
+                others = [comparison.left] + [t.comparator for t in comparison.comparisons if t is not parent]
+                return Fate(USE, met + others)
+            return Fate(USE, met)
+        if isinstance(parent, cst.BooleanOperation):
+            return Fate(NEUTRAL, met)
+        if isinstance(parent, (cst.Element, cst.StarredElement)) and isinstance(grand, (cst.List, cst.Tuple, cst.Set)):
+            siblings.extend(e.value for e in grand.elements if e is not parent)
+            i -= 2
+            continue
+        if isinstance(parent, cst.Arg):
+            call = grand
+            if not isinstance(call, cst.Call):
+                return Fate(USE, met)
+            others = [a.value for a in call.args if a is not parent and not _is_constant(a.value)]
+            others += [s for s in siblings if not _is_constant(s)]
+            func = call.func
+            if isinstance(func, cst.Name) and func.value in names.NON_TENSOR_BUILTINS:
+                return Fate(NON_TENSOR, met)
+            qualified = facts.resolve(func)
+            if qualified is not None and qualified.startswith("torch."):
+                if others:
+                    return Fate(USE, met + others)
+                i -= 2  # `torch.log(t)`: the result stays where t is
+                siblings = []
+                continue
+            if isinstance(func, cst.Attribute):  # an argument to a method of another value
+                return Fate(USE, met + others + [func.value])
+            return Fate(USE, met)
+        if isinstance(parent, cst.Assign) and parent.value is cur:
+            targets = [t.target for t in parent.targets]
+            if len(targets) == 1 and isinstance(targets[0], cst.Name):
+                return Fate(ASSIGNED, met, targets[0].value, parent)
+            return Fate(USE, met + [t.value for t in targets if isinstance(t, cst.Subscript)])
+        if isinstance(parent, cst.AnnAssign) and parent.value is cur:
+            if isinstance(parent.target, cst.Name):
+                return Fate(ASSIGNED, met, parent.target.value, parent)
+            return Fate(USE, met + ([parent.target.value] if isinstance(parent.target, cst.Subscript) else []))
+        if isinstance(parent, cst.AugAssign):
+            return Fate(USE, met + [parent.target if parent.value is cur else parent.value])
+        if isinstance(parent, cst.AssignTarget):  # `t[i] = v` writes v into t
+            assign = grand
+            return Fate(USE, met + ([assign.value] if isinstance(assign, cst.Assign) else []))
+        if isinstance(parent, (cst.Expr, cst.For, cst.CompFor, cst.Del)):
+            return Fate(NEUTRAL, met)
+        return Fate(USE, met)
+    return Fate(NEUTRAL, met)
+
+
+def _is_constant(node: cst.BaseExpression) -> bool:
+    if syntax.is_number_literal(node) or isinstance(node, (cst.SimpleString, cst.Ellipsis)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("None", "True", "False")
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_is_constant(e.value) for e in node.elements)
+    return False
+
+
+def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
+    out = []
+    for element in subscript.slice:
+        if isinstance(element.slice, cst.Index):
+            value = element.slice.value
+            if not (syntax.is_number_literal(value) or isinstance(value, cst.Ellipsis) or syntax.dotted_name(value) == "None"):
+                out.append(value)
+    return out
+
+
+def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, list]]:
+    """Nodes under root in evaluation order (an assignment's value before its targets),
+    each with its full ancestor path; nested functions and classes are not entered."""
+    stack: list[tuple[cst.CSTNode, list]] = [(root, list(prefix) + [root])]
+    while stack:
+        node, path = stack.pop()
+        yield node, path
+        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        children = list(node.children)
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+            children.remove(node.value)
+            children.insert(0, node.value)
+        for child in reversed(children):
+            stack.append((child, path + [child]))
+
+
+# --- tensor parameters and values derived from them ----------------------------------------
+def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False) -> list[str]:
+    """Parameters that hold tensors, in declaration order (the first used one comes first)."""
+    params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
+    candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
+    if every_parameter:
+        return candidates
+    annotated = {
+        p.name.value
+        for p in params
+        if p.annotation is not None and "Tensor" in (syntax.dotted_name(_unwrap_annotation(p.annotation.annotation)) or "")
+    }
+    used = set()
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.attr.value in names.TENSOR_ONLY_MEMBERS:
+                used.add(node.value.value)
+    return [n for n in candidates if n in annotated or n in used]
+
+
+def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(node, cst.Subscript) and node.slice:  # Optional[Tensor]
+        first = node.slice[0].slice
+        if isinstance(first, cst.Index):
+            return _unwrap_annotation(first.value)
+    if isinstance(node, cst.BinaryOperation):  # Tensor | None
+        return _unwrap_annotation(node.left)
+    if isinstance(node, cst.SimpleString):
+        value = syntax.string_value(node) or ""
+        return cst.Name(value.split(".")[-1]) if value.replace(".", "").isidentifier() else node
+    return node
+
+
+def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
+    derived = set(params)
+    assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign))]
+    for _ in range(2):  # a second pass catches names assigned in loops before their sources
+        for node in assigns:
+            if node.value is None:
+                continue
+            if is_derived(node.value, derived, facts):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                derived.update(t.value for t in targets if isinstance(t, cst.Name))
+    return derived
+
+
+def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
+    """Whether expr is a tensor computed from a tensor parameter."""
+    if isinstance(expr, cst.Name):
+        return expr.value in derived
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value not in names.NON_TENSOR_ATTRIBUTES and is_derived(expr.value, derived, facts)
+    if isinstance(expr, cst.Subscript):
+        return is_derived(expr.value, derived, facts)
+    if isinstance(expr, cst.BinaryOperation):
+        return is_derived(expr.left, derived, facts) or is_derived(expr.right, derived, facts)
+    if isinstance(expr, cst.UnaryOperation):
+        return is_derived(expr.expression, derived, facts)
+    if isinstance(expr, cst.IfExp):
+        return is_derived(expr.body, derived, facts) or is_derived(expr.orelse, derived, facts)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and facts.resolve(func) is None:
+            if func.attr.value in names.NON_TENSOR_METHODS:
+                return False
+            if is_derived(func.value, derived, facts):
+                return True
+        qualified = facts.resolve(func)
+        if qualified is not None and qualified.startswith("torch."):
+            device = syntax.keyword(expr, "device")
+            if device is not None and any(isinstance(n, cst.Name) and n.value in derived for n in syntax.walk(device.value)):
+                return True
+            return any(is_derived(_element_values(a.value), derived, facts) or _any_derived(a.value, derived, facts) for a in expr.args)
+    return False
+
+
+def _element_values(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node
+
+
+def _any_derived(node: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return any(is_derived(e.value, derived, facts) for e in node.elements)
+    return False
+
+
+# --- tensor-valued expressions (for attributes) ----------------------------------------------
+class TensorValues:
+    """Decides whether an expression builds a tensor, following local names and same-file helpers."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self._returns: dict[cst.FunctionDef, bool] = {}
+
+    def is_tensor(self, expr: cst.BaseExpression, env: dict[str, bool], self_name: Optional[str] = None,
+                  methods: Optional[dict] = None) -> bool:
+        facts = self.facts
+        if isinstance(expr, cst.Call):
+            qualified = facts.resolve(expr.func)
+            if qualified in names.TENSOR_SOURCES:
+                return True
+            if qualified in PARAMETER_CLASSES:
+                return False
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in names.NON_TENSOR_METHODS:
+                    return False
+                if self_name is not None and isinstance(func.value, cst.Name) and func.value.value == self_name:
+                    defs = (methods or {}).get(func.attr.value, [])
+                    return bool(defs) and all(self.returns_tensor(d, self_name, methods) for d in defs)
+                if qualified is None and self.is_tensor(func.value, env, self_name, methods):
+                    return True
+            elif isinstance(func, cst.Name) and func.value not in facts.aliases:
+                defs = [info.node for info in facts.module_functions(func.value)]
+                return bool(defs) and all(self.returns_tensor(d, None, None) for d in defs)
+            if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
+                return any(self._holds_tensor(a.value, env, self_name, methods) for a in expr.args if a.keyword is None)
+            return False
+        if isinstance(expr, cst.Name):
+            return env.get(expr.value, False)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_tensor(expr.left, env, self_name, methods) or self.is_tensor(expr.right, env, self_name, methods)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_tensor(expr.expression, env, self_name, methods)
+        if isinstance(expr, cst.Subscript):
+            return self.is_tensor(expr.value, env, self_name, methods)
+        if isinstance(expr, cst.IfExp):
+            return self.is_tensor(expr.body, env, self_name, methods) or self.is_tensor(expr.orelse, env, self_name, methods)
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "data"):
+            return self.is_tensor(expr.value, env, self_name, methods)
+        return self._holds_tensor(expr, env, self_name, methods) if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.Set)) else False
+
+    def _holds_tensor(self, expr, env, self_name, methods) -> bool:
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return any(self.is_tensor(e.value, env, self_name, methods) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self.is_tensor(e.value, env, self_name, methods) for e in expr.elements)
+        return self.is_tensor(expr, env, self_name, methods)
+
+    def returns_tensor(self, func: cst.FunctionDef, self_name: Optional[str], methods: Optional[dict]) -> bool:
+        if func in self._returns:
+            return self._returns[func]
+        self._returns[func] = False  # recursion guard
+        env: dict[str, bool] = {}
+        results = []
+        for node in syntax.walk_expressions(func.body):
+            if isinstance(node, (cst.Yield, cst.Lambda)) and isinstance(node, cst.Yield):
+                results.append(False)
+            elif isinstance(node, cst.Assign):
+                value = self.is_tensor(node.value, env, self_name, methods)
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        env[target.target.value] = value
+            elif isinstance(node, cst.Return):
+                results.append(node.value is not None and self.is_tensor(node.value, env, self_name, methods))
+        self._returns[func] = bool(results) and all(results)
+        return self._returns[func]

@@ -1,0 +1,79 @@
+"""Which code only runs when CUDA is there: `if torch.cuda.is_available():`, early exits, skip markers."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint import syntax
+
+AVAILABILITY = "availability"  # CUDA availability or a device choice (`use_gpu`, `device == "cpu"`)
+PLACEMENT = "placement"  # a tensor's own placement (`x.is_cuda`, `x.device.type == "cuda"`)
+EXIT_CALLS = frozenset({"skip", "skipTest", "exit", "_exit", "abort"})
+
+
+def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
+    """AVAILABILITY, PLACEMENT, or None when the expression tests nothing about CUDA."""
+    kind = None
+    for node in syntax.walk_expressions(test):
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            ident = node.value if isinstance(node, cst.Name) else node.attr.value
+            if ident == "is_cuda":
+                kind = kind or PLACEMENT
+            elif "cuda" in ident.lower() or "gpu" in ident.lower():
+                return AVAILABILITY
+        elif isinstance(node, cst.Comparison) and _compares_device_literal(node):
+            operands = [node.left, *(t.comparator for t in node.comparisons)]
+            if any(_mentions_device_attribute(o) for o in operands):
+                kind = kind or PLACEMENT
+            else:
+                return AVAILABILITY
+    return kind
+
+
+def _compares_device_literal(node: cst.Comparison) -> bool:
+    operands = [node.left, *(t.comparator for t in node.comparisons)]
+    for operand in operands:
+        value = syntax.string_value(operand)
+        if value is not None and syntax.DEVICE_LITERAL.fullmatch(value):
+            return True
+    return False
+
+
+def _mentions_device_attribute(node: cst.BaseExpression) -> bool:
+    return any(
+        (isinstance(n, cst.Attribute) and n.attr.value in ("device", "get_device"))
+        for n in syntax.walk_expressions(node)
+    )
+
+
+def is_skip_marker(node: cst.BaseExpression) -> bool:
+    """`pytest.mark.skipif(<cuda test>)`, `unittest.skipUnless(...)`, `@requires_cuda`, `@pytest.mark.gpu`."""
+    target = node.func if isinstance(node, cst.Call) else node
+    name = syntax.dotted_name(target) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    if isinstance(node, cst.Call) and "skip" in last:
+        return any(cuda_test_kind(arg.value) is not None for arg in node.args)
+    if name.startswith("torch."):
+        return False
+    return "cuda" in last or "gpu" in last
+
+
+def has_skip_marker(defn: cst.FunctionDef | cst.ClassDef) -> bool:
+    return any(is_skip_marker(d.decorator) for d in defn.decorators)
+
+
+def is_early_exit(node: cst.If) -> bool:
+    """`if not torch.cuda.is_available(): return` and the like: what follows is guarded."""
+    if node.orelse is not None or cuda_test_kind(node.test) is None:
+        return False
+    body = node.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        last = body.body[-1] if body.body else None
+    else:
+        statements = syntax.block_statements(body)
+        last_stmt = statements[-1] if statements else None
+        last = last_stmt.body[-1] if isinstance(last_stmt, cst.SimpleStatementLine) and last_stmt.body else last_stmt
+    if isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return True
+    return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and syntax.last_name(last.value) in EXIT_CALLS

@@ -1,0 +1,81 @@
+"""How reports are shown: text (ruff's concise lines), JSON (ruff's field names), statistics."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Sequence, TextIO
+
+from devlint.rules import BY_CODE
+from devlint.runner import FileReport
+
+DOCS_URL = "https://github.com/devlint/devlint/blob/main/rules/{code}.md"
+
+
+def rule_url(code: str) -> str:
+    return DOCS_URL.format(code=code)
+
+
+def count(reports: Sequence[FileReport]) -> tuple[int, int]:
+    return sum(len(r.findings) for r in reports), sum(1 for r in reports if r.error)
+
+
+def write_text(reports: Sequence[FileReport], out: TextIO, err: TextIO, statistics: bool = False) -> None:
+    for report in reports:
+        if report.error:
+            print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=err)
+    if statistics:
+        _write_statistics(reports, out)
+    else:
+        for report in reports:
+            for f in report.findings:
+                print(f"{report.display}:{f.row}:{f.column}: {f.code} {f.message}", file=out)
+    findings, errors = count(reports)
+    if findings:
+        print(f"Found {findings} finding{'s' * (findings != 1)}.", file=out)
+    elif not errors:
+        print("All checks passed!", file=out)
+    if errors:
+        print(f"{errors} file{'s' * (errors != 1)} could not be checked.", file=out)
+
+
+def _write_statistics(reports: Sequence[FileReport], out: TextIO) -> None:
+    counts = Counter(f.code for r in reports for f in r.findings)
+    width = len(str(max(counts.values()))) if counts else 1
+    for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        print(f"{n:>{width}}\t{code}\t{BY_CODE[code].name}", file=out)
+
+
+def records(reports: Sequence[FileReport]) -> list[dict]:
+    out = []
+    for report in reports:
+        filename = str(report.path.resolve()) if report.path.exists() else str(report.path)
+        if report.error:
+            out.append({
+                "code": None,
+                "name": "file-error",
+                "message": report.error,
+                "filename": filename,
+                "location": {"row": report.error_row, "column": report.error_column},
+                "end_location": {"row": report.error_row, "column": report.error_column},
+                "fix": None,
+                "url": None,
+                "noqa_row": None,
+            })
+        for f in report.findings:
+            out.append({
+                "code": f.code,
+                "name": f.name,
+                "message": f.message,
+                "filename": filename,
+                "location": {"row": f.row, "column": f.column},
+                "end_location": {"row": f.end_row, "column": f.end_column},
+                "fix": None,
+                "url": rule_url(f.code),
+                "noqa_row": f.row,
+            })
+    return out
+
+
+def write_json(reports: Sequence[FileReport], out: TextIO) -> None:
+    json.dump(records(reports), out, indent=2)
+    out.write("\n")

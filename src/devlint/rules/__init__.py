@@ -1,0 +1,19 @@
+"""The rules, in code order. Registration happens here and nowhere else."""
+from __future__ import annotations
+
+from devlint.rules.dev001 import HardcodedCudaCall
+from devlint.rules.dev002 import LoadWithoutMapLocation
+from devlint.rules.dev003 import FactoryWithoutDevice
+from devlint.rules.dev004 import UnregisteredTensorAttribute
+from devlint.rules.dev005 import HardcodedCudaString
+from devlint.rules.dev006 import MapLocationOnWrongCall
+
+ALL_RULES = (
+    HardcodedCudaCall,
+    LoadWithoutMapLocation,
+    FactoryWithoutDevice,
+    UnregisteredTensorAttribute,
+    HardcodedCudaString,
+    MapLocationOnWrongCall,
+)
+BY_CODE = {rule.code: rule for rule in ALL_RULES}

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint import flow, names, syntax
+from devlint.engine import Rule
+
+
+class FactoryWithoutDevice(Rule):
+    code = "DEV003"
+    name = "factory-without-device"
+    summary = "tensor factory without `device=` where the tensor meets device data"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        frame = self.ctx.function
+        if frame is None:
+            return
+        source = self.facts.is_tensor_source(node)
+        if source is None or self.ctx.in_device_context:
+            return
+        if syntax.keyword(node, "device") or syntax.keyword(node, "out") or syntax.has_double_star(node):
+            return
+        args = syntax.positional(node)
+        if source == "torch.tensor" and len(args) == 1 and syntax.is_number_literal(args[0].value):
+            return  # a 0-dim CPU scalar may mix with tensors on any device
+        frame.data.setdefault(self.code, []).append((node, source, list(self.ctx.ancestors)))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        frame = self.ctx.function
+        candidates = frame.data.get(self.code)
+        if not candidates:
+            return
+        function = _Function(node, self.facts, is_forward=node.name.value == "forward" and frame.in_module_class)
+        verdicts = [(call, source, function.verdict(call, source, path)) for call, source, path in candidates]
+
+        def decide(forward_time: bool) -> None:
+            for call, source, (if_forward_time, otherwise) in verdicts:
+                if if_forward_time if forward_time else otherwise:
+                    hint = function.device_hint()
+                    self.report(
+                        call.func,
+                        f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; "
+                        f"pass `device={hint}`" if hint else
+                        f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; "
+                        "pass `device=`",
+                    )
+
+        self.ctx.when_forward_time_known(frame, decide)
+
+
+class _Function:
+    """The dataflow facts of one function, computed on first use."""
+
+    def __init__(self, node: cst.FunctionDef, facts, is_forward: bool) -> None:
+        self.node, self.facts, self.is_forward = node, facts, is_forward
+        self._params: Optional[list[str]] = None
+        self._derived: Optional[set[str]] = None
+
+    @property
+    def params(self) -> list[str]:
+        if self._params is None:
+            self._params = flow.tensor_parameters(self.node, self.facts, every_parameter=self.is_forward)
+        return self._params
+
+    @property
+    def derived(self) -> set[str]:
+        if self._derived is None:
+            self._derived = flow.derived_names(self.node, self.params, self.facts)
+        return self._derived
+
+    def device_hint(self) -> Optional[str]:
+        return f"{self.params[0]}.device" if self.params else None
+
+    def meets_derived(self, met) -> bool:
+        return any(flow.is_derived(expr, self.derived, self.facts) for expr in met)
+
+    def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
+        """(flag if this runs at forward time, flag otherwise)."""
+        if source == names.AS_TENSOR:
+            data = syntax.positional(call)[:1]
+            if data and flow.is_derived(data[0].value, self.derived, self.facts):
+                return False, False
+        fate = flow.fate(path, self.facts)
+        if fate.kind == flow.USE:
+            return True, self.meets_derived(fate.met)
+        if fate.kind != flow.ASSIGNED:
+            return False, False
+        return self._follow(fate.name, path)
+
+    def _follow(self, name: str, path) -> tuple[bool, bool]:
+        """Follow a local name from the statement that binds it to its later uses."""
+        binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign)))
+        tracked = {name}
+        started = False
+        moved = used_before_move = inline_move = meets = False
+        move_assigns = set()
+        rebinds: dict = {}  # statement -> tracked name it binds to the value
+        for node, node_path in flow.walk_with_paths(self.node, []):
+            if node is binding:
+                started = True
+                continue
+            if not started or binding in node_path or not isinstance(node, cst.Name) or node.value not in tracked:
+                continue
+            parent = node_path[-2]
+            if _is_store(node, parent):
+                assign = node_path[-3] if isinstance(parent, cst.AssignTarget) else parent
+                if rebinds.get(assign) == node.value:
+                    continue
+                if assign in move_assigns:
+                    moved = True
+                    break
+                tracked.discard(node.value)
+                if not tracked:
+                    break
+                continue
+            fate = flow.fate(node_path, self.facts)
+            if fate.kind == flow.MOVE:
+                inline_move = True
+                statement = next((n for n in reversed(node_path) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
+                if statement is not None:
+                    move_assigns.add(statement)
+            elif fate.kind == flow.USE:
+                used_before_move = True
+                meets = meets or self.meets_derived(fate.met)
+            elif fate.kind == flow.ASSIGNED and fate.name:
+                tracked.add(fate.name)
+                rebinds[fate.at] = fate.name
+        if_forward_time = used_before_move or not (moved or inline_move)
+        return if_forward_time, meets
+
+
+def _is_store(node: cst.Name, parent: cst.CSTNode) -> bool:
+    if isinstance(parent, cst.AssignTarget):
+        return parent.target is node
+    if isinstance(parent, (cst.AnnAssign, cst.AugAssign)):
+        return parent.target is node
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return parent.target is node
+    return isinstance(parent, cst.Del)

@@ -1,0 +1,70 @@
+import libcst as cst
+
+from devlint import guards, syntax
+from devlint.engine import Rule
+
+# Calls whose `device` means a device *type* or a backend, where "cuda" is the right word.
+DEVICE_TYPE_CALLS = frozenset({"autocast", "GradScaler", "init_process_group", "init_device_mesh"})
+
+
+class HardcodedCudaString(Rule):
+    code = "DEV005"
+    name = "hardcoded-cuda-string"
+    summary = 'hardcoded `"cuda"` device string'
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if not syntax.is_cuda_literal(node):
+            return
+        path = self.ctx.ancestors
+        i = len(path) - 1
+        placement_branch = False
+        while i > 0 and isinstance(path[i - 1], cst.IfExp) and path[i - 1].test is not path[i]:
+            placement_branch |= self.ctx.test_kind(path[i - 1].test) == guards.PLACEMENT
+            i -= 1
+        value, parent = path[i], path[i - 1] if i > 0 else None
+        grand = path[i - 2] if i > 1 else None
+        if not (placement_branch or self._used_as_device(value, parent, grand)):
+            return
+        if self.ctx.is_guarded(placement_expressions_guard=False):
+            return
+        literal = syntax.string_value(node)
+        self.report(
+            node,
+            f'Hardcoded device "{literal}" fails on machines without CUDA; take the device from the data, '
+            "a parameter, or `torch.cuda.is_available()`",
+        )
+
+    def _used_as_device(self, value, parent, grand) -> bool:
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            return self._device_argument(parent, grand)
+        if isinstance(parent, cst.Param) and parent.default is value:
+            name = parent.name.value.lower()
+            return "device" in name or name == "map_location"
+        if isinstance(parent, cst.Assign) and parent.value is value:
+            return any(_names_device(t.target) for t in parent.targets)
+        if isinstance(parent, cst.AnnAssign) and parent.value is value:
+            return _names_device(parent.target)
+        return False
+
+    def _device_argument(self, arg: cst.Arg, call: cst.Call) -> bool:
+        callee = syntax.last_name(call.func)
+        if callee in DEVICE_TYPE_CALLS:
+            return False
+        if arg.keyword is not None:
+            kw = arg.keyword.value
+            if kw in ("device", "map_location"):
+                return True
+            if kw == "default" and callee == "add_argument":
+                return any("device" in (syntax.string_value(a.value) or "").lower() for a in syntax.positional(call))
+            return False
+        first = syntax.positional(call)[:1] == [arg]
+        if not first:
+            return False
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
+            return True
+        return self.facts.resolve(call.func) == "torch.device"
+
+
+def _names_device(target: cst.BaseExpression) -> bool:
+    name = syntax.last_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    return name is not None and "device" in name.lower()

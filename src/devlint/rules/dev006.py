@@ -1,0 +1,54 @@
+import libcst as cst
+
+from devlint import names, syntax
+from devlint.engine import Rule
+from devlint.facts import function_info
+
+
+class MapLocationOnWrongCall(Rule):
+    code = "DEV006"
+    name = "map-location-on-wrong-call"
+    summary = "`map_location=` passed to a call that does not take it"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        arg = syntax.keyword(node, "map_location")
+        if arg is None or self.facts.resolve(node.func) in names.LOADERS:
+            return
+        callee = self._rejecting_callee(node)
+        if callee is not None:
+            self.report(
+                arg.keyword,
+                f"`map_location=` passed to `{callee}()`, which does not take it (a TypeError at run time); "
+                "pass it to `torch.load()`",
+            )
+
+    def _rejecting_callee(self, node: cst.Call):
+        """The name of the callee when it is known not to take map_location, else None."""
+        func = node.func
+        facts = self.facts
+        if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+            overrides = facts.methods_by_name.get("load_state_dict", []) + facts.module_functions("load_state_dict")
+            return None if any(f.takes_map_location for f in overrides) else "load_state_dict"
+        if facts.resolve(func) == "torch.save":
+            return "torch.save"
+        if isinstance(func, cst.Name) and func.value not in facts.aliases:
+            defs = facts.module_functions(func.value)
+        elif self._is_self_method(func):
+            klass = facts.class_info(self.ctx.function.klass.node)
+            defs = [function_info(d) for d in (klass.methods.get(func.attr.value, []) if klass else [])]
+        else:
+            return None
+        if defs and all(d.signature_known and not d.takes_map_location for d in defs):
+            return syntax.dotted_name(func)
+        return None
+
+    def _is_self_method(self, func: cst.BaseExpression) -> bool:
+        frame = self.ctx.function
+        return (
+            frame is not None
+            and frame.klass is not None
+            and frame.self_name is not None
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == frame.self_name
+        )

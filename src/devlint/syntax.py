@@ -1,0 +1,134 @@
+"""Small, pure helpers over libcst nodes."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional, Sequence
+
+import libcst as cst
+
+CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
+DEVICE_LITERAL = re.compile(r"(cuda|cpu|mps|xpu|xla|meta|hpu|npu)(:\d+)?")
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` for a chain of names and attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def last_name(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Call):
+        return last_name(node.func)
+    return None
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """The value of a plain (non f-, non byte-) string literal."""
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def is_cuda_literal(node: cst.CSTNode) -> bool:
+    value = string_value(node)
+    return value is not None and CUDA_LITERAL.fullmatch(value) is not None
+
+
+def method_name(call: cst.Call) -> Optional[str]:
+    """`name` for a call written `<receiver>.name(...)`."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
+
+
+def has_double_star(call: cst.Call) -> bool:
+    return any(a.star == "**" for a in call.args)
+
+
+def is_number_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        return isinstance(node.expression, (cst.Integer, cst.Float, cst.Imaginary))
+    return False
+
+
+def param_names(params: cst.Parameters) -> list[str]:
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    return names
+
+
+def all_params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    yield from params.kwonly_params
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+def decorator_names(defn: cst.FunctionDef | cst.ClassDef) -> list[Optional[str]]:
+    out = []
+    for d in defn.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        out.append(dotted_name(target))
+    return out
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` (itself included), in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def walk_expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Like walk, but does not enter nested functions, classes or lambdas."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(reversed(current.children))
+
+
+def block_statements(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    return body.body if isinstance(body, cst.IndentedBlock) else ()
+
+
+def small_statements(stmt: cst.CSTNode) -> Sequence[cst.BaseSmallStatement]:
+    return stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
