@@ -96,6 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
         else:
             reports.append(check_file(path, settings, display))
 
+    reports.sort(key=lambda r: r.display)
     if args.output_format == "json":
         output.write_json(reports, sys.stdout)
     else:

@@ -6,7 +6,7 @@ local to one function: no types, no inter-procedural flow beyond same-file helpe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -45,8 +45,12 @@ def is_dtype_only_move(call: cst.Call, facts: FileFacts) -> bool:
     return True
 
 
-def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
-    """Follow the value made by path[-1] up through its parents until something decides its fate."""
+def fate(path: Sequence[cst.CSTNode], facts: FileFacts, is_tensor: Callable[[cst.BaseExpression], bool]) -> Fate:
+    """Follow the value made by path[-1] up through its parents until something decides its fate.
+
+    `is_tensor` tells whether another operand is a tensor: arithmetic with plain numbers
+    keeps the value where it is, arithmetic with a tensor is where the two devices meet.
+    """
     met: list[cst.BaseExpression] = []
     siblings: list[cst.BaseExpression] = []  # values beside it in a list or tuple literal
     i = len(path) - 1
@@ -60,16 +64,17 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
                     return Fate(MOVE, met)
                 if attr in names.NON_TENSOR_METHODS:
                     return Fate(NON_TENSOR, met)
-                if attr in names.MOVES or attr in names.SHAPE_METHODS or not grand.args:
+                tensors = [a.value for a in grand.args if is_tensor(a.value)]
+                if attr in names.MOVES or attr in names.SHAPE_METHODS or not tensors:
                     i -= 2
                     continue
-                return Fate(USE, met + [a.value for a in grand.args])
+                return Fate(USE, met + tensors)
             if attr in ("T", "mT", "H", "mH", "data", "real", "imag"):
                 i -= 1
                 continue
             return Fate(NON_TENSOR, met)
         if isinstance(parent, cst.Subscript) and parent.value is cur:
-            met.extend(_index_expressions(parent))
+            met.extend(e for e in _index_expressions(parent) if is_tensor(e))
             i -= 1
             continue
         if isinstance(parent, (cst.SubscriptElement, cst.Index, cst.Slice)):
@@ -85,17 +90,18 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
                 return Fate(NEUTRAL, met)
             i -= 1
             continue
-        if isinstance(parent, cst.BinaryOperation):
-            other = parent.right if parent.left is cur else parent.left
-            return Fate(USE, met + [other])
-        if isinstance(parent, cst.Comparison):
-            return Fate(USE, met + [t.comparator for t in parent.comparisons if t.comparator is not cur] + ([parent.left] if parent.left is not cur else []))
-        if isinstance(parent, cst.ComparisonTarget):
-            comparison = grand
-            if isinstance(comparison, cst.Comparison):
-                others = [comparison.left] + [t.comparator for t in comparison.comparisons if t is not parent]
-                return Fate(USE, met + others)
-            return Fate(USE, met)
+        if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+            comparison = grand if isinstance(parent, cst.ComparisonTarget) else parent
+            if isinstance(comparison, cst.BinaryOperation):
+                others = [comparison.right if comparison.left is cur else comparison.left]
+            else:
+                others = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+                others = [o for o in others if o is not cur]
+            tensors = [o for o in others if is_tensor(o)]
+            if tensors:
+                return Fate(USE, met + tensors)
+            i -= 2 if comparison is grand else 1  # `t * 2`, `t < 0.5`: still where t is
+            continue
         if isinstance(parent, cst.BooleanOperation):
             return Fate(NEUTRAL, met)
         if isinstance(parent, (cst.Element, cst.StarredElement)) and isinstance(grand, (cst.List, cst.Tuple, cst.Set)):
@@ -106,8 +112,8 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
             call = grand
             if not isinstance(call, cst.Call):
                 return Fate(USE, met)
-            others = [a.value for a in call.args if a is not parent and not _is_constant(a.value)]
-            others += [s for s in siblings if not _is_constant(s)]
+            others = [a.value for a in call.args if a is not parent and is_tensor(a.value)]
+            others += [s for s in siblings if is_tensor(s)]
             func = call.func
             if isinstance(func, cst.Name) and func.value in names.NON_TENSOR_BUILTINS:
                 return Fate(NON_TENSOR, met)
@@ -131,7 +137,8 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
                 return Fate(ASSIGNED, met, parent.target.value, parent)
             return Fate(USE, met + ([parent.target.value] if isinstance(parent.target, cst.Subscript) else []))
         if isinstance(parent, cst.AugAssign):
-            return Fate(USE, met + [parent.target if parent.value is cur else parent.value])
+            other = parent.target if parent.value is cur else parent.value
+            return Fate(USE, met + [other]) if is_tensor(other) else Fate(NEUTRAL, met)
         if isinstance(parent, cst.AssignTarget):  # `t[i] = v` writes v into t
             assign = grand
             return Fate(USE, met + ([assign.value] if isinstance(assign, cst.Assign) else []))
@@ -141,13 +148,13 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts) -> Fate:
     return Fate(NEUTRAL, met)
 
 
-def _is_constant(node: cst.BaseExpression) -> bool:
+def is_constant(node: cst.BaseExpression) -> bool:
     if syntax.is_number_literal(node) or isinstance(node, (cst.SimpleString, cst.Ellipsis)):
         return True
     if isinstance(node, cst.Name):
         return node.value in ("None", "True", "False")
     if isinstance(node, (cst.Tuple, cst.List)):
-        return all(_is_constant(e.value) for e in node.elements)
+        return all(is_constant(e.value) for e in node.elements)
     return False
 
 
@@ -212,16 +219,27 @@ def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
-    derived = set(params)
+    """Tensor parameters and the local names computed from them (flow-insensitive).
+
+    A parameter rebound to something not derived from a tensor parameter
+    (`pos = torch.arange(pos)`) is dropped: its later uses may be either.
+    """
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign))]
+    seeds = set(params)
+    for node in assigns:
+        if node.value is not None and not is_derived(node.value, set(params), facts):
+            seeds -= {t.value for t in _assigned_names(node)}
+    derived = set(seeds)
     for _ in range(2):  # a second pass catches names assigned in loops before their sources
         for node in assigns:
-            if node.value is None:
-                continue
-            if is_derived(node.value, derived, facts):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                derived.update(t.value for t in targets if isinstance(t, cst.Name))
+            if node.value is not None and is_derived(node.value, derived, facts):
+                derived.update(t.value for t in _assigned_names(node) if t.value not in params or t.value in seeds)
     return derived
+
+
+def _assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    return [t for t in targets if isinstance(t, cst.Name)]
 
 
 def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
@@ -250,6 +268,8 @@ def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) ->
             device = syntax.keyword(expr, "device")
             if device is not None and any(isinstance(n, cst.Name) and n.value in derived for n in syntax.walk(device.value)):
                 return True
+            if qualified in names.TENSOR_SOURCES:  # `torch.arange(n)` ignores where n lives
+                return False
             return any(is_derived(_element_values(a.value), derived, facts) or _any_derived(a.value, derived, facts) for a in expr.args)
     return False
 

@@ -15,10 +15,15 @@ EXIT_CALLS = frozenset({"skip", "skipTest", "exit", "_exit", "abort"})
 def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
     """AVAILABILITY, PLACEMENT, or None when the expression tests nothing about CUDA."""
     kind = None
+    attribute_names = set()  # the `attr` Name of each Attribute, judged with its Attribute
     for node in syntax.walk_expressions(test):
+        if isinstance(node, cst.Attribute):
+            attribute_names.add(id(node.attr))
+        elif id(node) in attribute_names:
+            continue
         if isinstance(node, (cst.Name, cst.Attribute)):
             ident = node.value if isinstance(node, cst.Name) else node.attr.value
-            if ident == "is_cuda":
+            if ident == "is_cuda" and isinstance(node, cst.Attribute):  # `x.is_cuda`
                 kind = kind or PLACEMENT
             elif "cuda" in ident.lower() or "gpu" in ident.lower():
                 return AVAILABILITY
@@ -34,9 +39,11 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
 def _compares_device_literal(node: cst.Comparison) -> bool:
     operands = [node.left, *(t.comparator for t in node.comparisons)]
     for operand in operands:
-        value = syntax.string_value(operand)
-        if value is not None and syntax.DEVICE_LITERAL.fullmatch(value):
-            return True
+        items = [e.value for e in operand.elements] if isinstance(operand, (cst.Tuple, cst.List, cst.Set)) else [operand]
+        for item in items:
+            value = syntax.string_value(item)
+            if value is not None and syntax.DEVICE_LITERAL.fullmatch(value):
+                return True
     return False
 
 

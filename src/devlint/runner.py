@@ -31,7 +31,10 @@ def decode(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(str(exc)) from None
+        if "invalid or missing encoding declaration" in str(exc):
+            encoding = "utf-8"  # no cookie, and the first lines are not UTF-8: say where
+        else:
+            raise SourceError(str(exc)) from None
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:

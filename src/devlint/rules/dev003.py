@@ -73,8 +73,12 @@ class _Function:
     def device_hint(self) -> Optional[str]:
         return f"{self.params[0]}.device" if self.params else None
 
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor computed from a tensor parameter: one that may live on another device."""
+        return flow.is_derived(expr, self.derived, self.facts)
+
     def meets_derived(self, met) -> bool:
-        return any(flow.is_derived(expr, self.derived, self.facts) for expr in met)
+        return any(self.is_tensor(expr) for expr in met)
 
     def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
         """(flag if this runs at forward time, flag otherwise)."""
@@ -82,7 +86,7 @@ class _Function:
             data = syntax.positional(call)[:1]
             if data and flow.is_derived(data[0].value, self.derived, self.facts):
                 return False, False
-        fate = flow.fate(path, self.facts)
+        fate = flow.fate(path, self.facts, self.is_tensor)
         if fate.kind == flow.USE:
             return True, self.meets_derived(fate.met)
         if fate.kind != flow.ASSIGNED:
@@ -115,7 +119,7 @@ class _Function:
                 if not tracked:
                     break
                 continue
-            fate = flow.fate(node_path, self.facts)
+            fate = flow.fate(node_path, self.facts, self.is_tensor)
             if fate.kind == flow.MOVE:
                 inline_move = True
                 statement = next((n for n in reversed(node_path) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
@@ -134,7 +138,7 @@ class _Function:
 def _is_store(node: cst.Name, parent: cst.CSTNode) -> bool:
     if isinstance(parent, cst.AssignTarget):
         return parent.target is node
-    if isinstance(parent, (cst.AnnAssign, cst.AugAssign)):
+    if isinstance(parent, cst.AnnAssign):
         return parent.target is node
     if isinstance(parent, (cst.For, cst.CompFor)):
         return parent.target is node

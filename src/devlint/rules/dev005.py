@@ -21,6 +21,8 @@ class HardcodedCudaString(Rule):
         while i > 0 and isinstance(path[i - 1], cst.IfExp) and path[i - 1].test is not path[i]:
             placement_branch |= self.ctx.test_kind(path[i - 1].test) == guards.PLACEMENT
             i -= 1
+        if placement_branch and any(isinstance(n, cst.FormattedStringExpression) for n in path):
+            return  # f"{'cuda' if is_cuda else 'cpu'}_time": text, not a device
         value, parent = path[i], path[i - 1] if i > 0 else None
         grand = path[i - 2] if i > 1 else None
         if not (placement_branch or self._used_as_device(value, parent, grand)):
