@@ -45,3 +45,31 @@ def test_rule_command_prints_the_doc():
     )
     assert result.returncode == 0
     assert result.stdout == docs.rule_doc("DEV003") if docs.rule_doc("DEV003").endswith("\n") else docs.rule_doc("DEV003") + "\n"
+
+
+def test_rule_docs_ship_in_the_wheel(tmp_path):
+    """`devlint rule` must work after a plain, non-editable `pip install .`."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(root)],
+        check=True, capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("devlint-*.whl")
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True, capture_output=True,
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
+         "from devlint.cli import main; raise SystemExit(main(['rule', 'DEV003']))"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("# DEV003 factory-without-device\n")
+    assert str(target) in subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); import devlint.docs as d; print(d._doc_dir())"],
+        capture_output=True, text=True, cwd=tmp_path,
+    ).stdout
