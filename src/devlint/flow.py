@@ -45,11 +45,18 @@ def is_dtype_only_move(call: cst.Call, facts: FileFacts) -> bool:
     return True
 
 
-def fate(path: Sequence[cst.CSTNode], facts: FileFacts, is_tensor: Callable[[cst.BaseExpression], bool]) -> Fate:
+def fate(
+    path: Sequence[cst.CSTNode],
+    facts: FileFacts,
+    is_tensor: Callable[[cst.BaseExpression], bool],
+    host_tables: frozenset = frozenset(),
+) -> Fate:
     """Follow the value made by path[-1] up through its parents until something decides its fate.
 
     `is_tensor` tells whether another operand is a tensor: arithmetic with plain numbers
     keeps the value where it is, arithmetic with a tensor is where the two devices meet.
+    `host_tables` are local names bound to other device-less tensors: copying into one
+    (`table[i] = t`) is not a use.
     """
     met: list[cst.BaseExpression] = []
     siblings: list[cst.BaseExpression] = []  # values beside it in a list or tuple literal
@@ -131,6 +138,8 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts, is_tensor: Callable[[cst
             targets = [t.target for t in parent.targets]
             if len(targets) == 1 and isinstance(targets[0], cst.Name):
                 return Fate(ASSIGNED, met, targets[0].value, parent)
+            if all(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in host_tables for t in targets):
+                return Fate(NEUTRAL, met)  # copied into a local table (`rel[..., 0] = t`)
             return Fate(USE, met + [t.value for t in targets if isinstance(t, cst.Subscript)])
         if isinstance(parent, cst.AnnAssign) and parent.value is cur:
             if isinstance(parent.target, cst.Name):
@@ -140,8 +149,8 @@ def fate(path: Sequence[cst.CSTNode], facts: FileFacts, is_tensor: Callable[[cst
             other = parent.target if parent.value is cur else parent.value
             return Fate(USE, met + [other]) if is_tensor(other) else Fate(NEUTRAL, met)
         if isinstance(parent, cst.AssignTarget):  # `t[i] = v` writes v into t
-            assign = grand
-            return Fate(USE, met + ([assign.value] if isinstance(assign, cst.Assign) else []))
+            value = grand.value if isinstance(grand, cst.Assign) else None
+            return Fate(USE, met + [value]) if value is not None and is_tensor(value) else Fate(NEUTRAL, met)
         if isinstance(parent, (cst.Expr, cst.For, cst.CompFor, cst.Del)):
             return Fate(NEUTRAL, met)
         return Fate(USE, met)

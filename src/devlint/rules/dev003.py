@@ -33,6 +33,10 @@ class FactoryWithoutDevice(Rule):
         if not candidates:
             return
         function = _Function(node, self.facts, is_forward=node.name.value == "forward" and frame.in_module_class)
+        function.host_tables = frozenset(
+            fate.name for fate in (flow.fate(path, self.facts, function.is_tensor) for _, _, path in candidates)
+            if fate.kind == flow.ASSIGNED
+        )
         verdicts = [(call, source, function.verdict(call, source, path)) for call, source, path in candidates]
 
         def decide(forward_time: bool) -> None:
@@ -55,6 +59,7 @@ class _Function:
 
     def __init__(self, node: cst.FunctionDef, facts, is_forward: bool) -> None:
         self.node, self.facts, self.is_forward = node, facts, is_forward
+        self.host_tables: frozenset = frozenset()  # local names bound to device-less factories
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
 
@@ -86,7 +91,7 @@ class _Function:
             data = syntax.positional(call)[:1]
             if data and flow.is_derived(data[0].value, self.derived, self.facts):
                 return False, False
-        fate = flow.fate(path, self.facts, self.is_tensor)
+        fate = flow.fate(path, self.facts, self.is_tensor, self.host_tables)
         if fate.kind == flow.USE:
             return True, self.meets_derived(fate.met)
         if fate.kind != flow.ASSIGNED:
@@ -98,7 +103,7 @@ class _Function:
         binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign)))
         tracked = {name}
         started = False
-        moved = used_before_move = inline_move = meets = False
+        moved = used_before_move = meets = False
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked name it binds to the value
         for node, node_path in flow.walk_with_paths(self.node, []):
@@ -119,9 +124,8 @@ class _Function:
                 if not tracked:
                     break
                 continue
-            fate = flow.fate(node_path, self.facts, self.is_tensor)
+            fate = flow.fate(node_path, self.facts, self.is_tensor, self.host_tables)
             if fate.kind == flow.MOVE:
-                inline_move = True
                 statement = next((n for n in reversed(node_path) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
                 if statement is not None:
                     move_assigns.add(statement)
@@ -131,8 +135,7 @@ class _Function:
             elif fate.kind == flow.ASSIGNED and fate.name:
                 tracked.add(fate.name)
                 rebinds[fate.at] = fate.name
-        if_forward_time = used_before_move or not (moved or inline_move)
-        return if_forward_time, meets
+        return used_before_move, meets
 
 
 def _is_store(node: cst.Name, parent: cst.CSTNode) -> bool:
