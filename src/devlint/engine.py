@@ -70,6 +70,18 @@ class FunctionFrame:
     def in_module_class(self) -> bool:
         return self.klass is not None and self.klass.is_module
 
+    def self_attribute(self, expr: cst.BaseExpression) -> Optional[str]:
+        """NAME when expr is `self.NAME` in a method (or a function nested in one)."""
+        if (
+            self.klass is not None
+            and self.self_name is not None
+            and isinstance(expr, cst.Attribute)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == self.self_name
+        ):
+            return expr.attr.value
+        return None
+
 
 class Context:
     """What a rule may ask about the place the traversal is at."""
@@ -213,16 +225,9 @@ class _Traversal(cst.CSTVisitor):
 
     def _note_self_call(self, call: cst.Call) -> None:
         frame = self.ctx.function
-        func = call.func
-        if (
-            frame is not None
-            and frame.klass is not None
-            and frame.self_name is not None
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == frame.self_name
-        ):
-            frame.klass.self_calls.setdefault(frame.method, set()).add(func.attr.value)
+        called = frame.self_attribute(call.func) if frame is not None else None
+        if called is not None:
+            frame.klass.self_calls.setdefault(frame.method, set()).add(called)
 
     @staticmethod
     def _resolve_forward_time(klass: ClassFrame) -> None:

@@ -17,10 +17,7 @@ class UnregisteredTensorAttribute(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
-        if frame is None or not frame.in_module_class or syntax.method_name(node) != "register_buffer":
-            return
-        receiver = node.func.value
-        if not (isinstance(receiver, cst.Name) and receiver.value == frame.self_name):
+        if frame is None or not frame.in_module_class or frame.self_attribute(node.func) != "register_buffer":
             return
         name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
         name = syntax.string_value(name_arg.value) if name_arg is not None else None
@@ -43,12 +40,11 @@ class UnregisteredTensorAttribute(Rule):
         env = frame.data.setdefault(self.code, {})  # local name -> holds a tensor
         is_tensor = None
         for target in targets:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
-                if target.value.value == frame.self_name and frame.self_name is not None:
-                    if is_tensor is None:
-                        is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
-                    if is_tensor:
-                        frame.klass.data.setdefault(self.code, []).append(target)
+            if frame.self_attribute(target) is not None:
+                if is_tensor is None:
+                    is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
+                if is_tensor:
+                    frame.klass.data.setdefault(self.code, []).append(target)
             elif isinstance(target, cst.Name):
                 if is_tensor is None:
                     is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)

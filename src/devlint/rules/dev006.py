@@ -33,7 +33,7 @@ class MapLocationOnWrongCall(Rule):
             return "torch.save"
         if isinstance(func, cst.Name) and func.value not in facts.aliases:
             defs = facts.module_functions(func.value)
-        elif self._is_self_method(func):
+        elif self.ctx.function is not None and self.ctx.function.self_attribute(func) is not None:
             klass = facts.class_info(self.ctx.function.klass.node)
             defs = [function_info(d) for d in (klass.methods.get(func.attr.value, []) if klass else [])]
         else:
@@ -41,14 +41,3 @@ class MapLocationOnWrongCall(Rule):
         if defs and all(d.signature_known and not d.takes_map_location for d in defs):
             return syntax.dotted_name(func)
         return None
-
-    def _is_self_method(self, func: cst.BaseExpression) -> bool:
-        frame = self.ctx.function
-        return (
-            frame is not None
-            and frame.klass is not None
-            and frame.self_name is not None
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == frame.self_name
-        )
