@@ -124,6 +124,7 @@ def test_text_format_several_findings(tmp_path):
         f"pkg/m.py:3:5: DEV002 {MSG['DEV002']}",
         f"pkg/m.py:4:10: DEV005 {MSG['DEV005']}",
         "Found 3 findings.",
+        "1 fixable with --fix --unsafe-fixes.",
     ]
     assert r.returncode == 1
 
@@ -360,6 +361,7 @@ def test_statistics(tmp_path):
         "2\tDEV002\tload-without-map-location",
         "1\tDEV001\thardcoded-cuda-call",
         "Found 6 findings.",
+        "3 fixable with --fix --unsafe-fixes.",
     ]
 
 
@@ -517,4 +519,4 @@ def test_shipped_examples():
     assert r.stderr == ""
     got = {(path.removeprefix("examples/"), row, code) for path, row, _, code in findings(r.stdout)}
     assert got == expected
-    assert r.stdout.endswith(f"Found {len(findings(r.stdout))} findings.\n")
+    assert f"\nFound {len(findings(r.stdout))} findings.\n" in r.stdout

@@ -23,6 +23,10 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--select", action="append", metavar="CODES", help="rule codes or prefixes to enable (replaces the configured selection)")
     p.add_argument("--extend-select", action="append", metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
     p.add_argument("--ignore", action="append", metavar="CODES", help="rule codes or prefixes to disable")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes")
+    p.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (and mark) unsafe fixes")
+    p.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="override unsafe-fixes = true")
+    p.add_argument("--diff", action="store_true", help="print the diff --fix would apply and write nothing (exit 1 when a diff is pending)")
     p.add_argument("--output-format", choices=("text", "json"), default="text")
     p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
@@ -86,6 +90,11 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"devlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
+    unsafe = settings.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
+    mode = None
+    if args.diff or args.fix:
+        mode = ("unsafe-" if unsafe else "") + ("diff" if args.diff else "write")
+
     reports: list[FileReport] = []
     missing = False
     for path, problem in discover(paths, settings):
@@ -94,14 +103,18 @@ def run_check(args: argparse.Namespace) -> int:
             missing = True
             reports.append(FileReport(path, display, error=problem))
         else:
-            reports.append(check_file(path, settings, display))
+            reports.append(check_file(path, settings, display, fix=mode))
 
     reports.sort(key=lambda r: r.display)
+    findings, errors = output.count(reports)
+    if args.diff:
+        output.write_diff(reports, sys.stdout, sys.stderr)
+        pending = any(r.diff for r in reports)
+        return EXIT_ERROR if missing else (EXIT_FINDINGS if pending else EXIT_CLEAN)
     if args.output_format == "json":
         output.write_json(reports, sys.stdout)
     else:
-        output.write_text(reports, sys.stdout, sys.stderr, statistics=args.statistics)
-    findings, errors = output.count(reports)
+        output.write_text(reports, sys.stdout, sys.stderr, statistics=args.statistics, unsafe=unsafe, fixing=args.fix)
     if missing:
         return EXIT_ERROR
     if args.exit_zero:

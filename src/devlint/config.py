@@ -20,7 +20,7 @@ DEFAULT_EXCLUDE = (
     ".pytest_cache", ".ruff_cache", ".devlint_cache", "build", "dist", "site-packages", "node_modules",
     "*.egg-info", ".eggs", "__pypackages__", "_build", "buck-out", ".ipynb_checkpoints", ".direnv",
 )
-KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores"}
+KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "unsafe-fixes"}
 
 
 class ConfigError(Exception):
@@ -43,6 +43,7 @@ class Settings:
     layers: list[Selection] = field(default_factory=lambda: [Selection(select=["DEV"])])
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    unsafe_fixes: bool = False
 
     def enabled_codes(self) -> set[str]:
         enabled: set[str] = set()
@@ -146,6 +147,10 @@ def load_settings(config_file: Optional[Path], cwd: Path) -> Settings:
     settings = Settings(root=config_file.parent, config_file=config_file)
     settings.layers.append(layer)
     settings.exclude = _strings(table, "exclude", where) + _strings(table, "extend-exclude", where)
+    unsafe = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe, bool):
+        raise ConfigError(f"{where}: `unsafe-fixes` must be true or false")
+    settings.unsafe_fixes = unsafe
     settings.per_file_ignores = {
         pattern: check_selectors(_as_list(codes, f"{where} per-file-ignores", pattern), where)
         for pattern, codes in per_file.items()

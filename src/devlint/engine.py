@@ -7,7 +7,7 @@ the code is under a CUDA guard, and which methods run at forward time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
@@ -20,6 +20,38 @@ from devlint.facts import ClassInfo, FileFacts
 PREFILTER = re.compile(r"cuda|torch|map_location")
 
 
+SAFE, UNSAFE = "safe", "unsafe"
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    """A fix as a rule proposes it: replace `target` (a node of the parsed module) by `replacement`."""
+
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    target: cst.CSTNode
+    replacement: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class Edit:
+    content: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str
+    message: str
+    edits: tuple[Edit, ...]
+
+    def applies(self, unsafe: bool) -> bool:
+        return self.applicability == SAFE or unsafe
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str
@@ -29,6 +61,8 @@ class Finding:
     column: int  # 1-based
     end_row: int
     end_column: int
+    fix: Optional[Fix] = None
+    node_fix: Optional[NodeFix] = field(default=None, compare=False, repr=False)  # for the fixer
 
     @property
     def sort_key(self):
@@ -56,6 +90,7 @@ class FunctionFrame:
     def __init__(self, node: cst.FunctionDef, parent: "Optional[FunctionFrame]", klass: Optional[ClassFrame]):
         self.node = node
         self.data: dict = {}
+        self.device_bound = False  # an assignment to `device` was seen in this function
         if klass is not None:  # a method: `self` is its first parameter
             self.klass, self.method = klass, node.name.value
             params = [*node.params.posonly_params, *node.params.params]
@@ -95,7 +130,8 @@ class Context:
         self._test_kinds: dict[cst.CSTNode, Optional[str]] = {}
         self._decorator_guard: dict[cst.CSTNode, bool] = {}
         self._device_contexts = 0
-        self.findings: list[tuple[str, str, str, cst.CSTNode]] = []
+        self.findings: list[tuple[str, str, str, cst.CSTNode, Optional[NodeFix]]] = []
+        self._module_device_bound = False
 
     @property
     def function(self) -> Optional[FunctionFrame]:
@@ -105,8 +141,22 @@ class Context:
     def klass(self) -> Optional[ClassFrame]:
         return self.classes[-1] if self.classes else None
 
-    def report(self, code: str, name: str, node: cst.CSTNode, message: str) -> None:
-        self.findings.append((code, name, message, node))
+    def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
+        self.findings.append((code, name, message, node, fix))
+
+    # --- names in scope -----------------------------------------------------------------
+    def device_in_scope(self) -> bool:
+        """Whether a `device` name is bound here: a parameter, or an earlier assignment."""
+        for frame in reversed(self.functions):
+            if frame.device_bound or "device" in syntax.param_names(frame.node.params):
+                return True
+        return self._module_device_bound or (bool(self.functions) and self.facts.module_device_bound)
+
+    def note_device_binding(self) -> None:
+        if self.functions:
+            self.functions[-1].device_bound = True
+        else:
+            self._module_device_bound = True
 
     # --- forward time ----------------------------------------------------------------
     def when_forward_time_known(self, frame: Optional[FunctionFrame], callback: Callable[[bool], None]) -> None:
@@ -163,8 +213,8 @@ class Rule:
         self.ctx = ctx
         self.facts = ctx.facts
 
-    def report(self, node: cst.CSTNode, message: str) -> None:
-        self.ctx.report(self.code, self.name, node, message)
+    def report(self, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
+        self.ctx.report(self.code, self.name, node, message, fix)
 
 
 class _Traversal(cst.CSTVisitor):
@@ -197,6 +247,10 @@ class _Traversal(cst.CSTVisitor):
             self._note_self_call(node)
         elif kind in ("Import", "ImportFrom") and ctx.functions:
             ctx.facts.add_import(node)  # module-level imports were read by the scan
+        elif kind == "Assign" and any(
+            isinstance(t.target, cst.Name) and t.target.value == "device" for t in node.targets
+        ):
+            ctx.note_device_binding()
         for handler in self.visitors.get(kind, ()):
             handler(node)
         return True
@@ -264,10 +318,21 @@ def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]]) -> list
         return []
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     findings = {}
-    for code, name, message, node in ctx.findings:
+    for code, name, message, node, node_fix in ctx.findings:
         where = positions[node]
-        finding = Finding(code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
-        findings[(finding.row, finding.column, code)] = finding  # one finding per place and code
+        fix = None
+        if node_fix is not None:
+            span = positions[node_fix.target]
+            edit = Edit(
+                module.code_for_node(node_fix.replacement),
+                span.start.line, span.start.column + 1, span.end.line, span.end.column + 1,
+            )
+            fix = Fix(node_fix.applicability, node_fix.message, (edit,))
+        finding = Finding(
+            code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1,
+            fix, node_fix,
+        )
+        findings.setdefault((finding.row, finding.column, code), finding)  # one per place and code
     return sorted(findings.values(), key=lambda f: f.sort_key)
 
 

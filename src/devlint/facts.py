@@ -44,6 +44,7 @@ class FileFacts:
         self.functions: dict[str, list[FunctionInfo]] = {}  # module-level, by name
         self.methods_by_name: dict[str, list[FunctionInfo]] = {}
         self.file_guarded = False
+        self.module_device_bound = False  # a module-level `device = ...`
         self._bound_torch = False
         self._scan(module.body, top_level=True, in_class=None)
         if not self._bound_torch:
@@ -133,6 +134,8 @@ class FileFacts:
 
     def _scan_module_assign(self, node: cst.Assign) -> None:
         for target in node.targets:
+            if isinstance(target.target, cst.Name) and target.target.value == "device":
+                self.module_device_bound = True
             if isinstance(target.target, cst.Name) and target.target.value == "pytestmark":
                 values = node.value.elements if isinstance(node.value, (cst.List, cst.Tuple)) else [node.value]
                 if any(_is_skip_marker(getattr(v, "value", v)) for v in values):

@@ -19,7 +19,14 @@ def count(reports: Sequence[FileReport]) -> tuple[int, int]:
     return sum(len(r.findings) for r in reports), sum(1 for r in reports if r.error)
 
 
-def write_text(reports: Sequence[FileReport], out: TextIO, err: TextIO, statistics: bool = False) -> None:
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def write_text(
+    reports: Sequence[FileReport], out: TextIO, err: TextIO, statistics: bool = False,
+    unsafe: bool = False, fixing: bool = False,
+) -> None:
     for report in reports:
         if report.error:
             print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=err)
@@ -28,14 +35,35 @@ def write_text(reports: Sequence[FileReport], out: TextIO, err: TextIO, statisti
     else:
         for report in reports:
             for f in report.findings:
-                print(f"{report.display}:{f.row}:{f.column}: {f.code} {f.message}", file=out)
+                mark = "[*] " if f.fix is not None and f.fix.applies(unsafe) else ""
+                print(f"{report.display}:{f.row}:{f.column}: {f.code} {mark}{f.message}", file=out)
     findings, errors = count(reports)
-    if findings:
-        print(f"Found {findings} finding{'s' * (findings != 1)}.", file=out)
+    remaining = [f for r in reports for f in r.findings]
+    fixable = sum(1 for f in remaining if f.fix is not None and f.fix.applies(unsafe))
+    hidden = sum(1 for f in remaining if f.fix is not None and not f.fix.applies(unsafe))
+    more = f" ({hidden} more fixable with --unsafe-fixes)" if hidden else ""
+    if fixing:
+        fixed = sum(len(r.fixed) for r in reports)
+        print(f"Fixed {_plural(fixed, 'finding')}, {findings} remaining{more}.", file=out)
+    elif findings:
+        print(f"Found {_plural(findings, 'finding')}.", file=out)
+        if fixable:
+            print(f"[*] {fixable} fixable with --fix{more}.", file=out)
+        elif hidden:
+            print(f"{hidden} fixable with --fix --unsafe-fixes.", file=out)
     elif not errors:
         print("All checks passed!", file=out)
     if errors:
-        print(f"{errors} file{'s' * (errors != 1)} could not be checked.", file=out)
+        print(f"{_plural(errors, 'file')} could not be checked.", file=out)
+
+
+def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+    for report in reports:
+        if report.error:
+            print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=err)
+        out.write(report.diff)
+    fixed = sum(len(r.fixed) for r in reports)
+    print(f"Would fix {_plural(fixed, 'finding')}." if fixed else "No fixes available.", file=err)
 
 
 def _write_statistics(reports: Sequence[FileReport], out: TextIO) -> None:
@@ -69,11 +97,25 @@ def records(reports: Sequence[FileReport]) -> list[dict]:
                 "filename": filename,
                 "location": {"row": f.row, "column": f.column},
                 "end_location": {"row": f.end_row, "column": f.end_column},
-                "fix": None,
+                "fix": _fix_record(f.fix),
                 "url": rule_url(f.code),
                 "noqa_row": f.row,
             })
     return out
+
+
+def _fix_record(fix):
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.applicability,
+        "message": fix.message,
+        "edits": [
+            {"content": e.content, "location": {"row": e.row, "column": e.column},
+             "end_location": {"row": e.end_row, "column": e.end_column}}
+            for e in fix.edits
+        ],
+    }
 
 
 def write_json(reports: Sequence[FileReport], out: TextIO) -> None:

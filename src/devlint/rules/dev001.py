@@ -1,6 +1,7 @@
 import libcst as cst
 
-from devlint.engine import Rule
+from devlint import syntax
+from devlint.engine import UNSAFE, NodeFix, Rule
 
 
 class HardcodedCudaCall(Rule):
@@ -19,4 +20,9 @@ class HardcodedCudaCall(Rule):
             return
         if self.ctx.is_guarded():
             return
-        self.report(func.attr, "`.cuda()` hardcodes the CUDA device and fails where there is none; use `.to(device)`")
+        fix = None
+        if not syntax.positional(node) and self.ctx.device_in_scope():
+            device = cst.Arg(cst.Name("device"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if node.args else cst.MaybeSentinel.DEFAULT)
+            replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[device, *node.args])
+            fix = NodeFix(UNSAFE, "Replace `.cuda()` with `.to(device)`", node, replacement)
+        self.report(func.attr, "`.cuda()` hardcodes the CUDA device and fails where there is none; use `.to(device)`", fix)

@@ -1,7 +1,7 @@
 import libcst as cst
 
-from devlint import names, syntax
-from devlint.engine import Rule
+from devlint import edits, names, syntax
+from devlint.engine import SAFE, UNSAFE, NodeFix, Rule
 
 
 class LoadWithoutMapLocation(Rule):
@@ -18,7 +18,17 @@ class LoadWithoutMapLocation(Rule):
             return
         if len(syntax.positional(node)) > slot:
             return
+        # Into load_state_dict, the module copies the tensors onto its own device: mapping
+        # them to the CPU changes nothing else. Elsewhere they used to land on the GPU.
+        safe = edits.loaded_into_load_state_dict(self.ctx.ancestors)
+        fix = NodeFix(
+            SAFE if safe else UNSAFE,
+            'Add `map_location="cpu"`',
+            node,
+            edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))),
+        )
         self.report(
             node.func,
             f"`{qualified}()` without `map_location`: a checkpoint saved on a GPU fails to load on a machine without one",
+            fix,
         )

@@ -4,8 +4,11 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import flow, names, syntax
-from devlint.engine import Rule
+from devlint import edits, flow, names, syntax
+from devlint.engine import UNSAFE, NodeFix, Rule
+
+# Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
+PLACEABLE = names.FACTORIES | {names.AS_TENSOR}
 
 
 class FactoryWithoutDevice(Rule):
@@ -40,16 +43,20 @@ class FactoryWithoutDevice(Rule):
         verdicts = [(call, source, function.verdict(call, source, path)) for call, source, path in candidates]
 
         def decide(forward_time: bool) -> None:
+            param = function.first_used_param()
             for call, source, (if_forward_time, otherwise) in verdicts:
-                if if_forward_time if forward_time else otherwise:
-                    hint = function.device_hint()
-                    self.report(
-                        call.func,
-                        f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; "
-                        f"pass `device={hint}`" if hint else
-                        f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; "
-                        "pass `device=`",
-                    )
+                if not (if_forward_time if forward_time else otherwise):
+                    continue
+                fix = None
+                if param is not None and source in PLACEABLE:
+                    replacement = edits.add_arg(call, edits.keyword_arg("device", edits.device_of(param)))
+                    fix = NodeFix(UNSAFE, f"Add `device={param}.device`", call, replacement)
+                hint = f"`device={param}.device`" if param else "`device=`"
+                self.report(
+                    call.func,
+                    f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; pass {hint}",
+                    fix,
+                )
 
         self.ctx.when_forward_time_known(frame, decide)
 
@@ -75,8 +82,13 @@ class _Function:
             self._derived = flow.derived_names(self.node, self.params, self.facts)
         return self._derived
 
-    def device_hint(self) -> Optional[str]:
-        return f"{self.params[0]}.device" if self.params else None
+    def first_used_param(self) -> Optional[str]:
+        """The tensor parameter the function body mentions first."""
+        params = set(self.params)
+        for node in syntax.walk_expressions(self.node.body):
+            if isinstance(node, cst.Name) and node.value in params:
+                return node.value
+        return None
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """A tensor computed from a tensor parameter: one that may live on another device."""

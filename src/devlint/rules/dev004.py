@@ -1,9 +1,21 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import libcst as cst
 
-from devlint import flow, syntax
-from devlint.engine import Rule
+from devlint import edits, flow, syntax
+from devlint.engine import SAFE, NodeFix, Rule
+
+
+@dataclass
+class _Candidate:
+    target: cst.Attribute  # `self.NAME`
+    statement: cst.BaseSmallStatement  # the assignment holding it
+    value: cst.BaseExpression
+    self_name: str
+    after_init: bool  # nn.Module.__init__ has run when the assignment runs
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -17,47 +29,80 @@ class UnregisteredTensorAttribute(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
-        if frame is None or not frame.in_module_class or frame.self_attribute(node.func) != "register_buffer":
+        if frame is None or not frame.in_module_class:
             return
-        name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
-        name = syntax.string_value(name_arg.value) if name_arg is not None else None
-        if name is not None:
-            frame.klass.data.setdefault("buffers", set()).add(name)
+        if frame.self_attribute(node.func) == "register_buffer":
+            name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
+            name = syntax.string_value(name_arg.value) if name_arg is not None else None
+            if name is not None:
+                frame.klass.data.setdefault("buffers", set()).add(name)
+        elif _is_base_init(node):
+            frame.data["after_init"] = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        self._assign([t.target for t in node.targets], node.value)
+        self._assign(node, [t.target for t in node.targets], node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self._assign([node.target], node.value)
+            self._assign(node, [node.target], node.value)
 
-    def _assign(self, targets, value: cst.BaseExpression) -> None:
+    def _assign(self, statement, targets, value: cst.BaseExpression) -> None:
         frame = self.ctx.function
         if frame is None or not frame.in_module_class:
             return
         klass_info = self.facts.class_info(frame.klass.node)
         methods = klass_info.methods if klass_info else {}
         env = frame.data.setdefault(self.code, {})  # local name -> holds a tensor
-        is_tensor = None
+        is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
         for target in targets:
-            if frame.self_attribute(target) is not None:
-                if is_tensor is None:
-                    is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
+            attribute = frame.self_attribute(target)
+            if attribute is not None:
                 if is_tensor:
-                    frame.klass.data.setdefault(self.code, []).append(target)
+                    after_init = frame.method != "__init__" or frame.data.get("after_init", False)
+                    frame.klass.data.setdefault(self.code, []).append(
+                        _Candidate(target, statement, value, frame.self_name, after_init)
+                    )
+                else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
+                    frame.klass.data.setdefault("plain", set()).add(attribute)
             elif isinstance(target, cst.Name):
-                if is_tensor is None:
-                    is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
                 env[target.value] = is_tensor
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         klass = self.ctx.klass
         buffers = klass.data.get("buffers", set())
-        for target in klass.data.get(self.code, []):
-            name = target.attr.value
-            if name not in buffers:
-                self.report(
-                    target,
-                    f"`self.{name}` holds a tensor as a plain attribute, which `model.to(device)` leaves behind; "
-                    f'register it with `self.register_buffer("{name}", ...)`',
-                )
+        plain = klass.data.get("plain", set())
+        for candidate in klass.data.get(self.code, []):
+            name = candidate.target.attr.value
+            if name in buffers:
+                continue
+            self.report(
+                candidate.target,
+                f"`self.{name}` holds a tensor as a plain attribute, which `model.to(device)` leaves behind; "
+                f'register it with `self.register_buffer("{name}", ...)`',
+                None if name in plain else _register_buffer_fix(candidate, name),
+            )
+
+
+def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
+    statement = candidate.statement
+    single_target = isinstance(statement, cst.AnnAssign) or len(statement.targets) == 1
+    if not (candidate.after_init and single_target) or isinstance(candidate.value, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
+        return None
+    call = edits.method_call(
+        candidate.self_name,
+        "register_buffer",
+        [cst.Arg(edits.string(name)), cst.Arg(candidate.value), edits.keyword_arg("persistent", cst.Name("False"))],
+    )
+    replacement = cst.Expr(call, semicolon=statement.semicolon)
+    return NodeFix(SAFE, f'Register `{name}` as a non-persistent buffer', statement, replacement)
+
+
+def _is_base_init(call: cst.Call) -> bool:
+    """`super().__init__(...)`, `super(Cls, self).__init__(...)`, `nn.Module.__init__(self)`."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "__init__"):
+        return False
+    receiver = func.value
+    if isinstance(receiver, cst.Call):
+        return syntax.dotted_name(receiver.func) == "super"
+    return syntax.dotted_name(receiver) is not None

@@ -1,7 +1,7 @@
 import libcst as cst
 
 from devlint import guards, syntax
-from devlint.engine import Rule
+from devlint.engine import UNSAFE, NodeFix, Rule
 
 # Calls whose `device` means a device *type* or a backend, where "cuda" is the right word.
 DEVICE_TYPE_CALLS = frozenset({"autocast", "GradScaler", "init_process_group", "init_device_mesh"})
@@ -30,10 +30,15 @@ class HardcodedCudaString(Rule):
         if self.ctx.is_guarded(placement_expressions_guard=False):
             return
         literal = syntax.string_value(node)
+        fix = None
+        as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
+        if value is node and as_argument and self.ctx.device_in_scope():
+            fix = NodeFix(UNSAFE, f'Replace "{literal}" with `device`', node, cst.Name("device"))
         self.report(
             node,
             f'Hardcoded device "{literal}" fails on machines without CUDA; take the device from the data, '
             "a parameter, or `torch.cuda.is_available()`",
+            fix,
         )
 
     def _used_as_device(self, value, parent, grand) -> bool:

@@ -1,7 +1,7 @@
 import libcst as cst
 
-from devlint import names, syntax
-from devlint.engine import Rule
+from devlint import edits, names, syntax
+from devlint.engine import SAFE, NodeFix, Rule
 from devlint.facts import function_info
 
 
@@ -20,7 +20,22 @@ class MapLocationOnWrongCall(Rule):
                 arg.keyword,
                 f"`map_location=` passed to `{callee}()`, which does not take it (a TypeError at run time); "
                 "pass it to `torch.load()`",
+                self._move_into_load(node, arg),
             )
+
+    def _move_into_load(self, node: cst.Call, arg: cst.Arg):
+        """`m.load_state_dict(torch.load(p), map_location=d)` -> `m.load_state_dict(torch.load(p, map_location=d))`."""
+        first = syntax.positional(node)[:1]
+        inner = first[0].value if first else None
+        while isinstance(inner, cst.Subscript):
+            inner = inner.value
+        if not isinstance(inner, cst.Call) or self.facts.resolve(inner.func) not in names.LOADERS:
+            return None
+        slot = names.LOADERS[self.facts.resolve(inner.func)]
+        has_own = syntax.keyword(inner, "map_location") is not None or len(syntax.positional(inner)) > slot
+        new_inner = inner if has_own else edits.add_arg(inner, edits.keyword_arg("map_location", arg.value))
+        replacement = edits.remove_arg(node, arg).deep_replace(inner, new_inner)
+        return NodeFix(SAFE, "Move `map_location=` into the inner `torch.load()`", node, replacement)
 
     def _rejecting_callee(self, node: cst.Call):
         """The name of the callee when it is known not to take map_location, else None."""
