@@ -1,15 +1,20 @@
 """The rule docs are the one place a rule's prose and examples live; their examples are tests."""
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from devlint import docs
+from devlint import docs, fixer
+from devlint.config import Settings
 from devlint.engine import check_source
+from devlint.runner import checker
 from devlint.rules import ALL_RULES
 from expectations import expected_findings, mismatches
 
-REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix")
+REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix", "Fixed")
+MARKER = re.compile(r"\s*#\s*error:\s*\[[^\]]*\]")
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
@@ -37,6 +42,36 @@ def test_good_example_is_clean(rule):
     for block in blocks:
         assert check_source(block) == []
         assert not expected_findings(block)
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_fixed_example_is_what_the_fix_makes_of_the_bad_one(rule):
+    sections = docs.sections(docs.rule_doc(rule.code))
+    unsafe = "--unsafe-fixes" in sections["Fixed"]
+    (bad,) = docs.code_blocks(sections["Example"])
+    (fixed,) = docs.code_blocks(sections["Fixed"])
+    bad = "\n".join(MARKER.sub("", line) for line in bad.splitlines()) + "\n"
+    check = checker(Settings(root=Path(".")), Path("example.py"))
+    result = fixer.fix_text(bad, check, unsafe)
+    assert result.problem is None
+    assert any(f.code == rule.code for f in result.fixed)
+    assert result.text == fixed
+    # clean at that fix level: nothing fixable is left, and a second fix changes nothing
+    assert not [f for f in check(fixed)[1] if f.fix is not None and f.fix.applies(unsafe)]
+    assert fixer.fix_text(fixed, check, unsafe).text == fixed
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_fix_line_names_the_applicabilities_the_rule_offers(rule):
+    """`**Fix:** sometimes available (safe or unsafe)` must match the fixes made on the fixture."""
+    line = docs.rule_doc(rule.code).splitlines()[2]
+    match = re.fullmatch(r"\*\*Fix:\*\* (always|sometimes) available \((safe|unsafe|safe or unsafe)\)", line)
+    assert match, line
+    source = (Path(__file__).parent / "fixtures" / f"{rule.code}.py").read_text(encoding="utf-8")
+    findings = [f for f in check_source(source) if f.code == rule.code]
+    offered = {f.fix.applicability for f in findings if f.fix is not None}
+    assert offered == set(match.group(2).split(" or "))
+    assert (match.group(1) == "always") == all(f.fix is not None for f in findings)
 
 
 def test_rule_command_prints_the_doc():
