@@ -33,11 +33,14 @@ def add_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
 
 
 def remove_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """Drop one argument; the commas around it (and any comment after them) stay in place."""
     args = list(call.args)
     index = args.index(arg)
     del args[index]
-    if args and index == len(args):  # removed the last one: its predecessor takes its comma
-        args[-1] = args[-1].with_changes(comma=arg.comma)
+    if args and index == len(args) and not isinstance(arg.comma, cst.Comma):
+        last = args[-1]  # it now ends the call: `f(a, x=1)` -> `f(a)`, unless its comma holds a line break
+        if isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after, cst.SimpleWhitespace):
+            args[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return call.with_changes(args=args)
 
 

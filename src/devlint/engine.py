@@ -7,6 +7,7 @@ the code is under a CUDA guard, and which methods run at forward time.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
@@ -321,7 +322,7 @@ def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]]) -> list
     for code, name, message, node, node_fix in ctx.findings:
         where = positions[node]
         fix = None
-        if node_fix is not None:
+        if node_fix is not None and _keeps_comments(node_fix):
             span = positions[node_fix.target]
             edit = Edit(
                 module.code_for_node(node_fix.replacement),
@@ -330,10 +331,18 @@ def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]]) -> list
             fix = Fix(node_fix.applicability, node_fix.message, (edit,))
         finding = Finding(
             code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1,
-            fix, node_fix,
+            fix, node_fix if fix is not None else None,
         )
         findings.setdefault((finding.row, finding.column, code), finding)  # one per place and code
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _keeps_comments(node_fix: NodeFix) -> bool:
+    """A fix whose replacement would lose a comment of the code it replaces is not offered."""
+    def comments(node):
+        return Counter(n.value for n in syntax.walk(node) if isinstance(n, cst.Comment))
+
+    return not comments(node_fix.target) - comments(node_fix.replacement)
 
 
 def check_source(source: str, rule_classes: Optional[Iterable[type[Rule]]] = None) -> list[Finding]:

@@ -59,7 +59,10 @@ def fix_text(source: str, check: Check, unsafe: bool) -> FixResult:
             return FixResult(source, remaining=check(source)[1], problem="a fix made no change")
         fixed.extend(chosen)
         text = new_text
-        module, findings = check(text)
+        try:
+            module, findings = check(text)
+        except engine.ParseError as exc:
+            return FixResult(source, remaining=check(source)[1], problem=f"the fixed code does not parse ({exc.message})")
     else:
         if any(f.fix is not None and f.fix.applies(unsafe) for f in findings):
             return FixResult(source, remaining=check(source)[1], problem=f"fixes did not settle in {MAX_ROUNDS} rounds")

@@ -1,0 +1,511 @@
+"""The DEV004 and DEV002 fixes are right, not just well-formed: real modules built with torch
+before and after each fix behave as the rules promise.
+
+Every source is fixed with the library's own fixer, then both versions are executed and the
+resulting modules, checkpoints and loaders are compared with real torch (CPU only: the "meta"
+device stands in for the accelerator that `model.to(device)` should reach, and a checkpoint whose
+storages claim `cuda:0` stands in for one saved on a GPU box).
+"""
+import json
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from devlint import fixer  # noqa: E402
+from devlint.config import Settings  # noqa: E402
+from devlint.runner import checker  # noqa: E402
+
+CUDA_ERROR = "Attempting to deserialize object on a CUDA device"
+
+
+def _check():
+    return checker(Settings(root=Path(".")), Path("m.py"))
+
+
+def fix(source, unsafe=False):
+    result = fixer.fix_text(source, _check(), unsafe)
+    assert result.problem is None
+    return result
+
+
+def findings(source, code=None):
+    return [f for f in _check()(source)[1] if code is None or f.code == code]
+
+
+def codes(found):
+    return [f.code for f in found]
+
+
+def load_source(source):
+    namespace = {}
+    exec(compile(source, "m.py", "exec"), namespace)
+    return namespace
+
+
+def _registry_is_clean():
+    """No package registered outside torch (a custom tagger/deserializer would change torch.load)."""
+    registry = getattr(torch.serialization, "_package_registry", [])
+    return all(
+        (getattr(getattr(tagger, "func", tagger), "__module__", None) or "").startswith("torch")
+        for _, tagger, _ in registry
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# DEV004: the fix turns a plain tensor attribute into a non-persistent buffer
+# --------------------------------------------------------------------------------------------
+
+POSITIONAL_ENCODING = '''\
+import math
+
+import torch
+from torch import nn
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=64):
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.pe = pe
+
+    def forward(self, x):
+        return self.proj(x) + self.pe[: x.size(0)]
+'''
+
+LAZY_MASK = '''\
+import torch
+from torch import nn
+
+
+class MaskedMix(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        n = x.size(0)
+        if not hasattr(self, "mask") or self.mask.size(0) < n:
+            self.mask = torch.ones(n, n).tril()
+        return self.mask[:n, :n] @ self.proj(x)
+'''
+
+
+def _fixed_dev004(source, expected_line):
+    assert "DEV004" in codes(findings(source))
+    result = fix(source)
+    assert "DEV004" in codes(result.fixed)
+    assert all(f.fix.applicability == "safe" for f in result.fixed)
+    assert expected_line in result.text
+    assert "DEV004" not in codes(result.remaining)
+    return result.text
+
+
+def _assert_checkpoint_compatible(before, after, tmp_path):
+    assert list(before.state_dict().keys()) == list(after.state_dict().keys())
+    path = tmp_path / "before.pt"
+    torch.save(before.state_dict(), path)
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    missing, unexpected = after.load_state_dict(state, strict=True)
+    assert missing == [] and unexpected == []
+    for (name, a), (_, b) in zip(before.state_dict().items(), after.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+def test_dev004_positional_encoding_moves_with_the_module(tmp_path):
+    fixed = _fixed_dev004(POSITIONAL_ENCODING, 'self.register_buffer("pe", pe, persistent=False)')
+    before_cls = load_source(POSITIONAL_ENCODING)["PositionalEncoding"]
+    after_cls = load_source(fixed)["PositionalEncoding"]
+
+    torch.manual_seed(0)
+    before = before_cls(8)
+    torch.manual_seed(1)  # different weights: the checkpoint must carry them over
+    after = after_cls(8)
+
+    # A buffer now, but not persistent: the checkpoint format does not change.
+    assert "pe" in dict(after.named_buffers()) and "pe" not in after.state_dict()
+    assert "pe" not in dict(before.named_buffers())
+    _assert_checkpoint_compatible(before, after, tmp_path)
+
+    torch.manual_seed(2)
+    x = torch.randn(5, 8)
+    assert torch.equal(before.pe, after.pe)
+    assert torch.equal(before(x), after(x))
+
+    # What the rule is about: model.to(device) left the plain attribute behind.
+    before.to("meta")
+    after.to("meta")
+    assert before.proj.weight.device.type == "meta" and after.proj.weight.device.type == "meta"
+    assert before.pe.device.type == "cpu"
+    assert after.pe.device.type == "meta"
+
+
+def test_dev004_lazy_cache_in_forward_moves_with_the_module(tmp_path):
+    fixed = _fixed_dev004(
+        LAZY_MASK, 'self.register_buffer("mask", torch.ones(n, n).tril(), persistent=False)'
+    )
+    before_cls = load_source(LAZY_MASK)["MaskedMix"]
+    after_cls = load_source(fixed)["MaskedMix"]
+
+    torch.manual_seed(0)
+    before = before_cls(4)
+    torch.manual_seed(1)
+    after = after_cls(4)
+    _assert_checkpoint_compatible(before, after, tmp_path)
+
+    torch.manual_seed(2)
+    x = torch.randn(3, 4)
+    assert torch.equal(before(x), after(x))
+    # Calling forward again (re-registering, or reusing, the cache) keeps working and agreeing.
+    y = torch.randn(5, 4)
+    assert torch.equal(before(y), after(y))
+    assert torch.equal(before(x), after(x))
+    assert torch.equal(before.mask, after.mask) and before.mask.shape == (5, 5)
+
+    # The cache does not enter the checkpoint: a state_dict saved after forward still loads.
+    assert "mask" not in after.state_dict() and "mask" in dict(after.named_buffers())
+    _assert_checkpoint_compatible(before, after, tmp_path)
+
+    before.to("meta")
+    after.to("meta")
+    assert before.mask.device.type == "cpu"
+    assert after.mask.device.type == "meta"
+
+
+# --------------------------------------------------------------------------------------------
+# DEV004: where register_buffer would raise, the finding has no fix
+# --------------------------------------------------------------------------------------------
+
+NONE_FIRST = '''\
+import torch
+from torch import nn
+
+
+class Cached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = None
+
+    def forward(self, x):
+        self.mask = torch.ones(3)
+        return x * self.mask
+'''
+
+BEFORE_BASE_INIT = '''\
+import torch
+from torch import nn
+
+
+class Early(nn.Module):
+    def __init__(self):
+        self.table = torch.arange(4.0)
+        super().__init__()
+
+    def forward(self, x):
+        return x + self.table
+'''
+
+
+@pytest.mark.parametrize(
+    "source, assignment, error, message, cls_name",
+    [
+        pytest.param(
+            NONE_FIRST,
+            "self.mask = torch.ones(3)",
+            KeyError,
+            "attribute 'mask' already exists",
+            "Cached",
+            id="plain-None-first",
+        ),
+        pytest.param(
+            BEFORE_BASE_INIT,
+            "self.table = torch.arange(4.0)",
+            AttributeError,
+            r"cannot assign buffer before Module.__init__\(\) call",
+            "Early",
+            id="before-super-init",
+        ),
+    ],
+)
+def test_dev004_refuses_a_fix_that_would_raise(source, assignment, error, message, cls_name):
+    (finding,) = findings(source, "DEV004")
+    assert finding.fix is None
+    assert "DEV004" not in codes(fix(source, unsafe=True).fixed)
+
+    # The code as written runs...
+    module = load_source(source)[cls_name]()
+    module(torch.ones(3) if cls_name == "Cached" else torch.zeros(4))
+
+    # ...and the fix the rule would have made, built by hand, does not.
+    name = assignment.split(" = ")[0].split(".")[1]
+    value = assignment.split(" = ")[1]
+    would_be = source.replace(assignment, f'self.register_buffer("{name}", {value}, persistent=False)')
+    assert would_be != source
+    would_be_cls = load_source(would_be)[cls_name]
+    with pytest.raises(error, match=message):
+        would_be_cls()(torch.ones(3) if cls_name == "Cached" else torch.zeros(4))
+
+
+# Bugs found: the same refusal is missing where the attribute already exists in other ways.
+
+CLASS_LEVEL_DEFAULT = '''\
+import torch
+from torch import nn
+
+
+class Cached(nn.Module):
+    mask = None  # filled on first use
+
+    def forward(self, x):
+        if self.mask is None:
+            self.mask = torch.ones(3)
+        return x * self.mask
+'''
+
+INHERITED_NONE = '''\
+import torch
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = None
+
+
+class Child(Base):
+    def forward(self, x):
+        self.cache = torch.ones(3)
+        return x * self.cache
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=KeyError,
+    reason="bug: DEV004 offers its safe fix although the attribute already exists (a class-level "
+    "`mask = None`, or `self.cache = None` in a base class of the same file); the fixed "
+    "register_buffer raises KeyError \"attribute '...' already exists\"",
+)
+@pytest.mark.parametrize(
+    "source, cls_name", [(CLASS_LEVEL_DEFAULT, "Cached"), (INHERITED_NONE, "Child")], ids=["class-level", "inherited"]
+)
+def test_dev004_fix_keeps_modules_with_an_existing_attribute_working(source, cls_name):
+    load_source(source)[cls_name]()(torch.ones(3))  # runs as written
+    fixed = fix(source).text
+    load_source(fixed)[cls_name]()(torch.ones(3))  # KeyError: attribute '...' already exists
+
+
+CLASSMETHOD_TABLE = '''\
+import torch
+from torch import nn
+
+
+class Lookup(nn.Module):
+    @classmethod
+    def build_table(cls, n):
+        cls.table = torch.arange(float(n))
+
+    def forward(self, x):
+        return x + self.table
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="bug: DEV004 treats `cls` in a @classmethod as `self` and rewrites `cls.table = ...` to "
+    "`cls.register_buffer(\"table\", ...)`, an unbound call that raises TypeError",
+)
+def test_dev004_leaves_classmethods_alone():
+    before = load_source(CLASSMETHOD_TABLE)["Lookup"]
+    before.build_table(3)
+    assert torch.equal(before()(torch.zeros(3)), torch.arange(3.0))
+    after = load_source(fix(CLASSMETHOD_TABLE).text)["Lookup"]
+    after.build_table(3)  # TypeError: register_buffer() missing 1 required positional argument
+    assert torch.equal(after()(torch.zeros(3)), torch.arange(3.0))
+
+
+# --------------------------------------------------------------------------------------------
+# DEV002 (and DEV006): checkpoints that claim CUDA storages, on a machine without CUDA
+# --------------------------------------------------------------------------------------------
+
+# Run in a subprocess: register_package changes a process-wide registry.
+CRAFT = textwrap.dedent(
+    '''\
+    import sys
+    import torch
+    from torch import nn
+
+    def tagger(obj):
+        if isinstance(obj, (torch.storage.UntypedStorage, torch.storage.TypedStorage)):
+            return "cuda:0"
+        return None
+
+    def deserializer(obj, location):
+        return None
+
+    torch.manual_seed(0)
+    plain = nn.Linear(4, 3).state_dict()
+    torch.save(plain, sys.argv[2])  # before the tagger: an ordinary CPU checkpoint
+    torch.serialization.register_package(-100, tagger, deserializer)
+    torch.save(plain, sys.argv[1])  # every storage now claims cuda:0
+    '''
+)
+
+
+def _expected_model():
+    torch.manual_seed(0)
+    return nn.Linear(4, 3)  # the same weights the subprocess saved
+
+
+def _blank_model():
+    model = nn.Linear(4, 3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+    return model
+
+
+def _assert_loaded(model):
+    expected = _expected_model()
+    for (name, got), (_, want) in zip(model.state_dict().items(), expected.state_dict().items()):
+        assert got.device.type == "cpu"
+        assert torch.equal(got, want), name
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("checkpoints")
+    cuda_path, cpu_path = folder / "cuda_tagged.pt", folder / "cpu.pt"
+    subprocess.run([sys.executable, "-c", CRAFT, str(cuda_path), str(cpu_path)], check=True, timeout=120)
+    # The checkpoint really claims CUDA storages, and the plain one does not.
+    def pickled(path):
+        with zipfile.ZipFile(path) as archive:
+            return archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+
+    assert b"cuda:0" in pickled(cuda_path)
+    assert b"cuda:0" not in pickled(cpu_path)
+    # This process has no custom package: torch.load behaves as on any CPU-only machine.
+    assert _registry_is_clean()
+    assert not torch.cuda.is_available()
+    with pytest.raises(RuntimeError, match=CUDA_ERROR):
+        torch.load(cuda_path)
+    return cuda_path, cpu_path
+
+
+LOADER = "import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n"
+
+
+def test_dev002_fix_loads_a_gpu_checkpoint_on_a_cpu_machine(checkpoints):
+    cuda_path, _ = checkpoints
+    assert codes(findings(LOADER)) == ["DEV002"]
+    result = fix(LOADER)
+    assert codes(result.fixed) == ["DEV002"]
+    assert result.fixed[0].fix.applicability == "safe"
+    assert 'model.load_state_dict(torch.load(path, map_location="cpu"))' in result.text
+    assert result.remaining == []
+
+    before = load_source(LOADER)["load"]
+    after = load_source(result.text)["load"]
+
+    model = _blank_model()
+    with pytest.raises(RuntimeError, match=CUDA_ERROR):
+        before(model, cuda_path)
+    assert all(torch.count_nonzero(p) == 0 for p in model.parameters())
+
+    after(model, cuda_path)
+    _assert_loaded(model)
+
+
+MAP_LOCATION_ON_LOAD_STATE_DICT = (
+    "import torch\n\n\ndef load(model, path):\n"
+    '    model.load_state_dict(torch.load(path), map_location="cpu")\n'
+)
+
+
+def test_dev006_and_dev002_fix_moves_map_location_into_torch_load(checkpoints):
+    cuda_path, cpu_path = checkpoints
+    source = MAP_LOCATION_ON_LOAD_STATE_DICT
+    assert sorted(codes(findings(source))) == ["DEV002", "DEV006"]
+    result = fix(source)
+    assert "DEV006" in codes(result.fixed)
+    assert all(f.fix.applicability == "safe" for f in result.fixed)
+    assert 'model.load_state_dict(torch.load(path, map_location="cpu"))' in result.text
+    assert result.remaining == []
+
+    before = load_source(source)["load"]
+    after = load_source(result.text)["load"]
+
+    # Real torch: load_state_dict takes no map_location, even for a CPU checkpoint...
+    with pytest.raises(TypeError, match="unexpected keyword argument 'map_location'"):
+        before(_blank_model(), cpu_path)
+    # ...and a GPU checkpoint fails earlier, in torch.load itself.
+    with pytest.raises(RuntimeError, match=CUDA_ERROR):
+        before(_blank_model(), cuda_path)
+
+    for path in (cpu_path, cuda_path):
+        model = _blank_model()
+        after(model, path)
+        _assert_loaded(model)
+
+
+# Bug found: with `assign=True`, load_state_dict does not copy the tensors onto the module's
+# device, it adopts them; so map_location="cpu" is not a safe change there. A subprocess plays
+# the GPU box: storages tagged "cuda" are restored onto "meta", which stands in for the GPU
+# (the model lives there too), as torch.load restores them onto cuda:0 on a real GPU box.
+GPU_BOX = textwrap.dedent(
+    '''\
+    import json
+    import sys
+    import torch
+    from torch import nn
+
+    def restore_on_the_gpu(obj, location):
+        if location.startswith("cuda"):
+            return torch.UntypedStorage(obj.nbytes(), device="meta")
+        return None
+
+    torch.serialization.register_package(-100, lambda obj: None, restore_on_the_gpu)
+    devices = []
+    for source in json.loads(sys.argv[2]):
+        namespace = {}
+        exec(compile(source, "m.py", "exec"), namespace)
+        model = nn.Linear(4, 3).to("meta")  # model.to("cuda")
+        namespace["load"](model, sys.argv[1])
+        devices.append(sorted({p.device.type for p in model.parameters()}))
+    print(json.dumps(devices))
+    '''
+)
+
+ASSIGN_LOADER = "import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path), assign=True)\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="bug: DEV002 calls map_location=\"cpu\" safe inside `load_state_dict(..., assign=True)`, "
+    "but assign=True adopts the loaded tensors: on a GPU box the fixed code moves the model's "
+    "parameters from the GPU to the CPU",
+)
+def test_dev002_fix_is_not_called_safe_when_load_state_dict_assigns(checkpoints):
+    cuda_path, _ = checkpoints
+    result = fix(ASSIGN_LOADER)
+    out = subprocess.run(
+        [sys.executable, "-c", GPU_BOX, str(cuda_path), json.dumps([ASSIGN_LOADER, result.text])],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    before, after = json.loads(out)
+    assert before == ["meta"]  # the parameters stay on the "GPU"
+    assert after == before  # fails: the fixed code leaves them on the CPU
