@@ -291,13 +291,6 @@ class Child(Base):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KeyError,
-    reason="bug: DEV004 offers its safe fix although the attribute already exists (a class-level "
-    "`mask = None`, or `self.cache = None` in a base class of the same file); the fixed "
-    "register_buffer raises KeyError \"attribute '...' already exists\"",
-)
 @pytest.mark.parametrize(
     "source, cls_name", [(CLASS_LEVEL_DEFAULT, "Cached"), (INHERITED_NONE, "Child")], ids=["class-level", "inherited"]
 )
@@ -322,12 +315,6 @@ class Lookup(nn.Module):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="bug: DEV004 treats `cls` in a @classmethod as `self` and rewrites `cls.table = ...` to "
-    "`cls.register_buffer(\"table\", ...)`, an unbound call that raises TypeError",
-)
 def test_dev004_leaves_classmethods_alone():
     before = load_source(CLASSMETHOD_TABLE)["Lookup"]
     before.build_table(3)
@@ -492,13 +479,6 @@ GPU_BOX = textwrap.dedent(
 ASSIGN_LOADER = "import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path), assign=True)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: DEV002 calls map_location=\"cpu\" safe inside `load_state_dict(..., assign=True)`, "
-    "but assign=True adopts the loaded tensors: on a GPU box the fixed code moves the model's "
-    "parameters from the GPU to the CPU",
-)
 def test_dev002_fix_is_not_called_safe_when_load_state_dict_assigns(checkpoints):
     cuda_path, _ = checkpoints
     result = fix(ASSIGN_LOADER)

@@ -61,9 +61,10 @@ def add_commas(args: list[cst.Arg]) -> list[cst.Arg]:
     return [a.with_changes(comma=comma) for a in args[:-1]] + args[-1:]
 
 
-def loaded_into_load_state_dict(path) -> bool:
+def loaded_into_load_state_dict(path, copies: bool = False) -> bool:
     """Whether the value made by path[-1] goes straight into `<x>.load_state_dict(...)`,
-    possibly through constant subscripts (`torch.load(p)["model"]`)."""
+    possibly through constant subscripts (`torch.load(p)["model"]`). With copies=True, only
+    where the module copies the tensors onto its own device (not `assign=True`)."""
     i = len(path) - 1
     while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
         i -= 1
@@ -76,4 +77,13 @@ def loaded_into_load_state_dict(path) -> bool:
         and isinstance(call, cst.Call)
         and syntax.method_name(call) == "load_state_dict"
         and syntax.positional(call)[:1] == [arg]
+        and not (copies and _assigns(call))
     )
+
+
+def _assigns(call: cst.Call) -> bool:
+    """`load_state_dict(sd, assign=...)` with anything but a literal False (or a star-argument)."""
+    if syntax.has_star_args(call) or len(syntax.positional(call)) > 2:
+        return True
+    assign = syntax.keyword(call, "assign")
+    return assign is not None and syntax.dotted_name(assign.value) != "False"

@@ -20,7 +20,7 @@ class LoadWithoutMapLocation(Rule):
             return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
         # them to the CPU changes nothing else. Elsewhere they used to land on the GPU.
-        safe = edits.loaded_into_load_state_dict(self.ctx.ancestors)
+        safe = edits.loaded_into_load_state_dict(self.ctx.ancestors, copies=True)
         fix = NodeFix(
             SAFE if safe else UNSAFE,
             'Add `map_location="cpu"`',

@@ -26,6 +26,9 @@ class UnregisteredTensorAttribute(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.values = flow.TensorValues(self.facts)
+        # class name -> every attribute name its instances may already have (None: unknown,
+        # e.g. a base imported from elsewhere, where a property or attribute may stand).
+        self.attributes: dict[str, Optional[set[str]]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -70,7 +73,8 @@ class UnregisteredTensorAttribute(Rule):
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         klass = self.ctx.klass
         buffers = klass.data.get("buffers", set())
-        plain = klass.data.get("plain", set())
+        existing = self._existing_attributes(node, klass.data.get("plain", set()))
+        self.attributes[node.name.value] = existing
         for candidate in klass.data.get(self.code, []):
             name = candidate.target.attr.value
             if name in buffers:
@@ -79,8 +83,29 @@ class UnregisteredTensorAttribute(Rule):
                 candidate.target,
                 f"`self.{name}` holds a tensor as a plain attribute, which `model.to(device)` leaves behind; "
                 f'register it with `self.register_buffer("{name}", ...)`',
-                None if name in plain else _register_buffer_fix(candidate, name),
+                None if existing is None or name in existing else _register_buffer_fix(candidate, name),
             )
+
+    def _existing_attributes(self, node: cst.ClassDef, plain: set[str]) -> Optional[set[str]]:
+        """Names that register_buffer would find taken: plain attributes set in methods, names
+        in the class body (class attributes, methods, properties), and the same in base classes."""
+        names = set(plain)
+        for stmt in syntax.block_statements(node.body):
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                names.add(stmt.name.value)
+            for small in syntax.small_statements(stmt):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
+                    [small.target] if isinstance(small, cst.AnnAssign) else [])
+                names.update(t.value for t in targets if isinstance(t, cst.Name))
+        for base in node.bases:
+            qualified = self.facts.resolve(base.value)
+            if qualified is not None and qualified.startswith("torch.nn."):
+                continue  # nn.Module and its torch subclasses: no user attribute names
+            inherited = self.attributes.get(syntax.dotted_name(base.value) or "")
+            if inherited is None:
+                return None
+            names |= inherited
+        return names
 
 
 def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
