@@ -123,6 +123,26 @@ def test_soundness_checks():
     assert fixer.soundness_problem("x = 1\n", "x = 2\n") is None
 
 
+def test_device_fix_uses_a_parameter_that_is_surely_a_tensor():
+    # diffusers MultiAdapter: `adapter_weights` may be None and is rebound; `xs` is the tensor
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass MultiAdapter(nn.Module):\n"
+        "    def forward(self, xs: torch.Tensor, adapter_weights=None, mode=0):\n"
+        "        if adapter_weights is None:\n"
+        "            adapter_weights = torch.tensor([0.5, 0.5])\n"
+        "        return xs * adapter_weights\n"
+    )
+    assert "torch.tensor([0.5, 0.5], device=xs.device)" in fix(source).text
+
+
+def test_device_name_is_not_used_as_its_own_fallback():
+    # lightning: `device = device or torch.device("cuda")` must not become torch.device(device)
+    source = 'import torch\n\n\ndef pick(device=None):\n    device = device or torch.device("cuda")\n    return device\n'
+    result = fix(source)
+    assert result.text == source
+    assert [(f.code, f.fix) for f in result.remaining] == [("DEV005", None)]
+
+
 # --- the command ---------------------------------------------------------------------------------
 BUGGY = 'import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n    return torch.load(path)\n'
 

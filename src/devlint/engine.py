@@ -148,7 +148,15 @@ class Context:
 
     # --- names in scope -----------------------------------------------------------------
     def device_in_scope(self) -> bool:
-        """Whether a `device` name is bound here: a parameter, or an earlier assignment."""
+        """Whether a `device` name bound here can stand for the current node's hardcoded device:
+        bound by a parameter or an earlier assignment, and not the fallback of `device` itself
+        (`device = device or torch.device("cuda")`)."""
+        for node in reversed(self.ancestors):
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.BooleanOperation, cst.IfExp)):
+                if any(isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node)):
+                    return False
+            if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                break
         for frame in reversed(self.functions):
             if frame.device_bound or "device" in syntax.param_names(frame.node.params):
                 return True

@@ -246,6 +246,16 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
     return derived
 
 
+def rebound_names(func: cst.FunctionDef) -> list[cst.Name]:
+    """Names assigned anywhere in the function's own body."""
+    return [
+        name
+        for node in syntax.walk_expressions(func.body)
+        if isinstance(node, (cst.Assign, cst.AnnAssign))
+        for name in _assigned_names(node)
+    ]
+
+
 def _assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
     return [t for t in targets if isinstance(t, cst.Name)]
