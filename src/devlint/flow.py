@@ -227,33 +227,30 @@ def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
-def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
-    """Tensor parameters and the local names computed from them (flow-insensitive).
+def stable_parameters(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
+    """The parameters never rebound to something not computed from a tensor parameter.
 
-    A parameter rebound to something not derived from a tensor parameter
-    (`pos = torch.arange(pos)`) is dropped: its later uses may be either.
+    `pos = torch.arange(pos)` makes `pos` unstable: its later uses may be either value;
+    `x = x * 2` keeps `x` stable.
     """
+    stable = set(params)
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            if not is_derived(node.value, set(params), facts):
+                stable -= {t.value for t in _assigned_names(node)}
+    return stable
+
+
+def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
+    """Tensor parameters and the local names computed from them (flow-insensitive)."""
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign))]
-    seeds = set(params)
-    for node in assigns:
-        if node.value is not None and not is_derived(node.value, set(params), facts):
-            seeds -= {t.value for t in _assigned_names(node)}
+    seeds = stable_parameters(func, params, facts)
     derived = set(seeds)
     for _ in range(2):  # a second pass catches names assigned in loops before their sources
         for node in assigns:
             if node.value is not None and is_derived(node.value, derived, facts):
                 derived.update(t.value for t in _assigned_names(node) if t.value not in params or t.value in seeds)
     return derived
-
-
-def rebound_names(func: cst.FunctionDef) -> list[cst.Name]:
-    """Names assigned anywhere in the function's own body."""
-    return [
-        name
-        for node in syntax.walk_expressions(func.body)
-        if isinstance(node, (cst.Assign, cst.AnnAssign))
-        for name in _assigned_names(node)
-    ]
 
 
 def _assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:

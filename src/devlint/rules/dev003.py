@@ -86,12 +86,12 @@ class _Function:
         """The tensor parameter the function body mentions first, for `device=X.device`.
 
         Parameters with evidence of being tensors (annotation, tensor-only members) come before
-        the rest of `forward`'s; one that may be None (default None) or is rebound is never used.
+        the rest of `forward`'s; one that may be None (default None) or is rebound to another
+        value is never used.
         """
         params = [p for p in syntax.all_params(self.node.params) if p.star not in ("*", "**")]
-        rebound = {n.value for n in flow.rebound_names(self.node)}
         usable = {p.name.value for p in params if p.default is None or syntax.dotted_name(p.default) != "None"}
-        usable -= rebound
+        usable &= flow.stable_parameters(self.node, self.params, self.facts)
         evidence = [n for n in flow.tensor_parameters(self.node, self.facts) if n in usable]
         for group in (evidence, [n for n in self.params if n in usable]):
             for node in syntax.walk_expressions(self.node.body):
