@@ -462,8 +462,9 @@ def test_rule_all_json(tmp_path):
     rules = json.loads(r.stdout)
     assert [(x["code"], x["name"]) for x in rules] == list(NAMES.items())
     for x in rules:
-        assert set(x) == {"code", "name", "summary", "url", "explanation"}
+        assert set(x) == {"code", "name", "summary", "fix_availability", "url", "explanation"}
         assert x["summary"]
+        assert x["fix_availability"] in x["explanation"].splitlines()[2]
         assert x["url"] == f"https://github.com/devlint/devlint/blob/main/rules/{x['code']}.md"
         assert x["explanation"].startswith(f"# {x['code']} {x['name']}\n")
 

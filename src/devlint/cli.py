@@ -11,6 +11,7 @@ from devlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "rule")
+OUTPUT_FORMATS = ("text", "json", "json-lines", "sarif", "github")
 
 
 def _check_parser() -> argparse.ArgumentParser:
@@ -19,7 +20,7 @@ def _check_parser() -> argparse.ArgumentParser:
         description="Find PyTorch device bugs: hardcoded CUDA, torch.load without map_location, "
         "tensors left on the CPU.",
     )
-    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .); - reads standard input")
     p.add_argument("--select", action="append", metavar="CODES", help="rule codes or prefixes to enable (replaces the configured selection)")
     p.add_argument("--extend-select", action="append", metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
     p.add_argument("--ignore", action="append", metavar="CODES", help="rule codes or prefixes to disable")
@@ -27,8 +28,12 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (and mark) unsafe fixes")
     p.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="override unsafe-fixes = true")
     p.add_argument("--diff", action="store_true", help="print the diff --fix would apply and write nothing (exit 1 when a diff is pending)")
-    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
+    p.add_argument("-o", "--output-file", type=Path, metavar="FILE", help="write the report to FILE instead of standard output")
     p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
+    p.add_argument("--add-noqa", action="store_true", help="write `# noqa: CODE` on every finding's line")
+    p.add_argument("--stdin-filename", metavar="PATH", help="the path of the code read from standard input (for settings and messages)")
+    p.add_argument("--force-exclude", action="store_true", help="apply the configured excludes to paths given on the command line too")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     p.add_argument("--config", type=Path, metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
     p.add_argument("--isolated", action="store_true", help="ignore all configuration files")
@@ -68,17 +73,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def run_check(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError, Selection, check_selectors, find_config, load_settings, split_codes
-    from devlint.runner import FileReport, check_file, discover
+    from devlint.runner import FileReport, add_noqa_to_file, check_data, check_file, discover
 
     cwd = Path.cwd()
     paths = args.paths or [Path(".")]
+    from_stdin = paths == [Path("-")]
+    stdin_path = Path(args.stdin_filename) if args.stdin_filename else Path("-")
     try:
         if args.isolated:
             config_file = None
         elif args.config is not None:
             config_file = args.config
         else:
-            config_file = find_config(paths[0] if paths[0].exists() else cwd) or find_config(cwd)
+            start = stdin_path if from_stdin else paths[0]
+            config_file = find_config(start if start.exists() else cwd) or find_config(cwd)
         settings = load_settings(config_file, cwd)
         settings.layers.append(Selection(
             select=check_selectors(split_codes(args.select), "--select") if args.select else None,
@@ -95,15 +103,41 @@ def run_check(args: argparse.Namespace) -> int:
     if args.diff or args.fix:
         mode = ("unsafe-" if unsafe else "") + ("diff" if args.diff else "write")
 
+    if args.add_noqa:
+        added = problems = 0
+        for path, problem in discover(paths, settings, args.force_exclude):
+            changed, problem = (0, problem) if problem else add_noqa_to_file(path, settings)
+            added += changed
+            if problem:
+                problems += 1
+                print(f"{_display(path, cwd)}: error: {problem}", file=sys.stderr)
+        print(f"Added {added} noqa directive{'s' * (added != 1)}.", file=sys.stderr)
+        return EXIT_ERROR if problems else EXIT_CLEAN
+
     reports: list[FileReport] = []
     missing = False
-    for path, problem in discover(paths, settings):
-        display = _display(path, cwd)
-        if problem is not None:
-            missing = True
-            reports.append(FileReport(path, display, error=problem))
-        else:
-            reports.append(check_file(path, settings, display, fix=mode))
+    if from_stdin:
+        if args.force_exclude and args.stdin_filename and list(discover([stdin_path], settings, True)) == []:
+            reports = []  # an excluded file: pass it through untouched
+            data = sys.stdin.buffer.read()
+            if args.fix:
+                sys.stdout.buffer.write(data)
+            return EXIT_CLEAN
+        data = sys.stdin.buffer.read()
+        display = args.stdin_filename or "-"
+        report = check_data(data, stdin_path, settings, display, mode)
+        reports.append(report)
+        if args.fix:  # like ruff: the fixed code goes to standard output, the report to stderr
+            sys.stdout.buffer.write(report.new_data if report.new_data is not None else data)
+            sys.stdout.flush()
+    else:
+        for path, problem in discover(paths, settings, args.force_exclude):
+            display = _display(path, cwd)
+            if problem is not None:
+                missing = True
+                reports.append(FileReport(path, display, error=problem))
+            else:
+                reports.append(check_file(path, settings, display, fix=mode))
 
     reports.sort(key=lambda r: r.display)
     findings, errors = output.count(reports)
@@ -111,10 +145,22 @@ def run_check(args: argparse.Namespace) -> int:
         output.write_diff(reports, sys.stdout, sys.stderr)
         pending = any(r.diff for r in reports)
         return EXIT_ERROR if missing else (EXIT_FINDINGS if pending else EXIT_CLEAN)
-    if args.output_format == "json":
-        output.write_json(reports, sys.stdout)
-    else:
-        output.write_text(reports, sys.stdout, sys.stderr, statistics=args.statistics, unsafe=unsafe, fixing=args.fix)
+    out = sys.stderr if (from_stdin and args.fix) else sys.stdout
+    try:
+        stream = open(args.output_file, "w", encoding="utf-8") if args.output_file else out
+    except OSError as exc:
+        print(f"devlint: error: cannot write {args.output_file}: {exc.strerror}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        if args.output_format == "text":
+            output.write_text(reports, stream, sys.stderr, statistics=args.statistics, unsafe=unsafe, fixing=args.fix)
+        else:
+            writer = {"json": output.write_json, "json-lines": output.write_json_lines,
+                      "sarif": output.write_sarif, "github": output.write_github}[args.output_format]
+            writer(reports, stream)
+    finally:
+        if stream is not out:
+            stream.close()
     if missing:
         return EXIT_ERROR
     if args.exit_zero:
@@ -136,14 +182,10 @@ def run_rule(args: argparse.Namespace) -> int:
 
     if args.all:
         if args.output_format == "json":
-            print(json.dumps([
-                {"code": r.code, "name": r.name, "summary": r.summary, "url": rule_url(r.code),
-                 "explanation": docs.rule_doc(r.code)}
-                for r in ALL_RULES
-            ], indent=2))
+            print(json.dumps([_rule_record(r) for r in ALL_RULES], indent=2))
         else:
             for r in ALL_RULES:
-                print(f"{r.code}  {r.name:<32} {r.summary}")
+                print(f"{r.code}  {r.name:<32} {docs.fix_availability(r.code):<38} {r.summary}")
         return EXIT_CLEAN
     if not args.code:
         print("devlint rule: error: give a rule code (e.g. DEV003) or --all", file=sys.stderr)
@@ -154,8 +196,18 @@ def run_rule(args: argparse.Namespace) -> int:
         print(f"devlint rule: error: unknown rule `{args.code}`", file=sys.stderr)
         return EXIT_ERROR
     if args.output_format == "json":
-        print(json.dumps({"code": rule.code, "name": rule.name, "summary": rule.summary,
-                          "url": rule_url(rule.code), "explanation": doc}, indent=2))
+        print(json.dumps(_rule_record(rule), indent=2))
     else:
         sys.stdout.write(doc if doc.endswith("\n") else doc + "\n")
     return EXIT_CLEAN
+
+
+def _rule_record(rule) -> dict:
+    from devlint import docs
+    from devlint.output import rule_url
+
+    return {
+        "code": rule.code, "name": rule.name, "summary": rule.summary,
+        "fix_availability": docs.fix_availability(rule.code),
+        "url": rule_url(rule.code), "explanation": docs.rule_doc(rule.code),
+    }

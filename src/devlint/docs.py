@@ -40,3 +40,9 @@ def code_blocks(section_text: str) -> list[str]:
 
 def title(doc: str) -> str:
     return doc.splitlines()[0].lstrip("# ").strip() if doc else ""
+
+
+def fix_availability(code: str) -> str:
+    """`sometimes available (unsafe)`: the doc's `**Fix:**` line."""
+    match = re.search(r"^\*\*Fix:\*\* (.+)$", rule_doc(code) or "", re.M)
+    return match.group(1).strip() if match else "not available"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Sequence, TextIO
 
 from devlint.rules import BY_CODE
@@ -120,4 +121,101 @@ def _fix_record(fix):
 
 def write_json(reports: Sequence[FileReport], out: TextIO) -> None:
     json.dump(records(reports), out, indent=2)
+    out.write("\n")
+
+
+def write_json_lines(reports: Sequence[FileReport], out: TextIO) -> None:
+    for record in records(reports):
+        out.write(json.dumps(record) + "\n")
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def write_github(reports: Sequence[FileReport], out: TextIO) -> None:
+    """GitHub Actions workflow commands: one annotation per finding (and per unreadable file)."""
+    for report in reports:
+        file = _escape_property(report.display)
+        if report.error:
+            print(f"::error title=devlint,file={file},line={report.error_row},col={report.error_column}"
+                  f"::{_escape_data(report.error)}", file=out)
+        for f in report.findings:
+            print(
+                f"::error title=devlint ({f.code}),file={file},line={f.row},col={f.column},"
+                f"endLine={f.end_row},endColumn={f.end_column}::{_escape_data(f.message)}",
+                file=out,
+            )
+
+
+def sarif(reports: Sequence[FileReport]) -> dict:
+    """A SARIF 2.1.0 log: one run, a `tool.driver.rules` entry per rule, fixes as artifactChanges."""
+    from devlint import __version__, docs
+    from devlint.rules import ALL_RULES
+
+    rules, index = [], {}
+    for i, rule in enumerate(ALL_RULES):
+        doc = docs.rule_doc(rule.code) or ""
+        index[rule.code] = i
+        rules.append({
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": docs.sections(doc).get("What it does", rule.summary).strip()},
+            "help": {"text": doc, "markdown": doc},
+            "helpUri": rule_url(rule.code),
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"tags": ["pytorch", "device"]},
+        })
+    results = []
+    for report in reports:
+        uri = Path(report.display).as_posix()
+        for f in report.findings:
+            result = {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": "error",
+                "message": {"text": f.message},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": {"uri": uri},
+                    "region": {"startLine": f.row, "startColumn": f.column, "endLine": f.end_row, "endColumn": f.end_column},
+                }}],
+            }
+            if f.fix is not None:
+                result["fixes"] = [{
+                    "description": {"text": f.fix.message},
+                    "artifactChanges": [{
+                        "artifactLocation": {"uri": uri},
+                        "replacements": [{
+                            "deletedRegion": {"startLine": e.row, "startColumn": e.column, "endLine": e.end_row, "endColumn": e.end_column},
+                            "insertedContent": {"text": e.content},
+                        } for e in f.fix.edits],
+                    }],
+                }]
+            results.append(result)
+    invocation = {"executionSuccessful": True, "toolExecutionNotifications": [
+        {"level": "error", "message": {"text": r.error},
+         "locations": [{"physicalLocation": {"artifactLocation": {"uri": Path(r.display).as_posix()}}}]}
+        for r in reports if r.error
+    ]}
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "devlint", "version": __version__, "informationUri": "https://github.com/devlint/devlint",
+                "rules": rules,
+            }},
+            "invocations": [invocation],
+            "results": results,
+        }],
+    }
+
+
+def write_sarif(reports: Sequence[FileReport], out: TextIO) -> None:
+    json.dump(sarif(reports), out, indent=2)
     out.write("\n")

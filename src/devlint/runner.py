@@ -25,6 +25,8 @@ class FileReport:
     error_column: int = 1
     fixed: list[engine.Finding] = field(default_factory=list)
     diff: str = ""
+    new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
+    unfixed: list[engine.Finding] = field(default_factory=list)  # the findings before the fixes
 
 
 class SourceError(Exception):
@@ -49,9 +51,10 @@ def decode(data: bytes) -> tuple[str, str]:
         raise SourceError(f"unknown encoding: {encoding}") from None
 
 
-def checker(settings: Settings, path: Path) -> fixer.Check:
+def checker(settings: Settings, path: Path, line_noqa: bool = True) -> fixer.Check:
     """What a run reports for a text of `path`: selected rules, minus noqa and per-file ignores.
-    Returns the parsed module with the findings (None when the text was not worth parsing)."""
+    Returns the parsed module with the findings (None when the text was not worth parsing).
+    line_noqa=False leaves `# noqa` comments to the caller (flake8 owns them)."""
     rules = settings.rules()
     ignored = settings.ignored_codes_for(path)
     if ignored:
@@ -62,7 +65,7 @@ def checker(settings: Settings, path: Path) -> fixer.Check:
             return None, []
         module = engine.parse(source)
         findings = engine.check_module(module, rules)
-        return module, noqa.unsuppressed(findings, source.splitlines()) if findings else []
+        return module, noqa.unsuppressed(findings, source, line_noqa) if findings else []
 
     return check
 
@@ -74,12 +77,24 @@ def check_text(source: str, settings: Settings, path: Path) -> list[engine.Findi
 def check_file(path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None) -> FileReport:
     """Check one file. With fix="write" (or "diff"), apply the fixes (or only show them);
     fix="unsafe-write" / "unsafe-diff" include unsafe fixes."""
-    report = FileReport(path, display or str(path))
     try:
         data = path.read_bytes()
     except OSError as exc:
-        report.error = f"cannot read: {exc.strerror or exc}"
-        return report
+        return FileReport(path, display or str(path), error=f"cannot read: {exc.strerror or exc}")
+    report = check_data(data, path, settings, display, fix)
+    if report.new_data is not None and fix is not None and fix.endswith("write"):
+        problem = write_atomically(path, report.new_data, data)
+        if problem is not None:
+            report.findings, report.fixed, report.error = report.unfixed, [], problem
+    return report
+
+
+def check_data(
+    data: bytes, path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None
+) -> FileReport:
+    """Check (and with `fix`, fix) the bytes of a file; writes nothing. The fixed bytes, if any,
+    are in `report.new_data`."""
+    report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
         check = checker(settings, path)
@@ -99,24 +114,36 @@ def check_file(path: Path, settings: Settings, display: Optional[str] = None, fi
         return report
     if result.text == source:
         return report
-    if fix.endswith("diff"):
-        report.fixed = result.fixed
-        report.diff = "".join(difflib.unified_diff(
-            source.splitlines(keepends=True), result.text.splitlines(keepends=True),
-            fromfile=f"a/{report.display}", tofile=f"b/{report.display}",
-        ))
-        return report
     try:
-        encoded = result.text.encode(encoding)
+        report.new_data = result.text.encode(encoding)
     except UnicodeEncodeError as exc:
-        report.findings, report.error = check(source)[1], f"fixes not applied: cannot encode the result as {encoding} ({exc.reason})"
+        report.findings = check(source)[1]
+        report.error = f"fixes not applied: cannot encode the result as {encoding} ({exc.reason})"
         return report
-    problem = write_atomically(path, encoded, data)
-    if problem is not None:
-        report.findings, report.error = check(source)[1], problem
-    else:
-        report.fixed = result.fixed
+    report.fixed = result.fixed
+    report.unfixed = check(source)[1]
+    report.diff = "".join(difflib.unified_diff(
+        source.splitlines(keepends=True), result.text.splitlines(keepends=True),
+        fromfile=f"a/{report.display}", tofile=f"b/{report.display}",
+    ))
     return report
+
+
+def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]]:
+    """Silence every finding of a file in place; (lines changed, problem)."""
+    try:
+        data = path.read_bytes()
+        source, encoding = decode(data)
+        findings = checker(settings, path)(source)[1]
+    except OSError as exc:
+        return 0, f"cannot read: {exc.strerror or exc}"
+    except (SourceError, engine.ParseError) as exc:
+        return 0, getattr(exc, "message", str(exc))
+    new_source, changed = noqa.add_noqa(source, findings)
+    if not changed:
+        return 0, None
+    problem = write_atomically(path, new_source.encode(encoding), data)
+    return (0, problem) if problem else (changed, None)
 
 
 def write_atomically(path: Path, data: bytes, original: bytes) -> Optional[str]:
@@ -150,16 +177,29 @@ def write_atomically(path: Path, data: bytes, original: bytes) -> Optional[str]:
     return None
 
 
-def discover(paths: Sequence[Path], settings: Settings) -> Iterator[tuple[Path, Optional[str]]]:
+def discover(
+    paths: Sequence[Path], settings: Settings, force_exclude: bool = False
+) -> Iterator[tuple[Path, Optional[str]]]:
     """(path, problem) for every Python file under `paths`. Paths given explicitly are checked
-    even when excluded; excludes apply to what the walk finds, as in ruff."""
+    even when excluded (excludes apply to what the walk finds, as in ruff), unless
+    force_exclude, as pre-commit needs: it names every staged file."""
     for root in paths:
+        if force_exclude and _excluded_with_parents(root, settings):
+            continue
         if root.is_dir():
             yield from ((p, None) for p in _walk(root, settings))
         elif root.exists() or root.is_symlink():
             yield root, None
         else:
             yield root, "No such file or directory"
+
+
+def _excluded_with_parents(path: Path, settings: Settings) -> bool:
+    relative = settings.relative(path)
+    if relative is None:
+        return settings.is_excluded(path)
+    parts = Path(relative).parts
+    return any(settings.is_excluded(settings.root / Path(*parts[: i + 1])) for i in range(len(parts)))
 
 
 def _walk(root: Path, settings: Settings) -> Iterator[Path]:
