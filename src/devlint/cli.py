@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 from devlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rule")
+SUBCOMMANDS = ("check", "rule", "confirm")
 OUTPUT_FORMATS = ("text", "json", "json-lines", "sarif", "github")
 
 
@@ -50,6 +50,29 @@ def _rule_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _confirm_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="devlint confirm",
+        description="Run the modules the static pass flagged and tell, for each finding, whether it breaks.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); FILE.py::ClassName runs one class")
+    p.add_argument("--device", choices=("auto", "cuda", "stand-in"), default="auto",
+                   help="cuda: a real GPU; stand-in: no GPU needed (default when none is there)")
+    p.add_argument("--mode", choices=("train", "eval", "both"), default="both")
+    p.add_argument("--init-kwargs", metavar="JSON", help='constructor arguments for the named class, e.g. \'{"dim": 64}\'')
+    p.add_argument("--input-shape", action="append", default=[], metavar="N,N,...", help="one per positional input of forward")
+    p.add_argument("--input-dtype", default="float32", metavar="DTYPE", help="dtype of the inputs (int64 for token ids)")
+    p.add_argument("--checkpoint", type=Path, metavar="FILE", help="the checkpoint a DEV002 finding loads")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="per file (default 120)")
+    p.add_argument("--memory-mb", type=int, metavar="MB", help="address-space limit per file (default 8192)")
+    p.add_argument("--select", action="append", metavar="CODES")
+    p.add_argument("--ignore", action="append", metavar="CODES")
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument("--config", type=Path, metavar="PYPROJECT")
+    p.add_argument("--isolated", action="store_true")
+    return p
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["--version"], ["-V"]):
@@ -63,6 +86,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if command == "rule":
             return run_rule(_rule_parser().parse_args(argv))
+        if command == "confirm":
+            return run_confirm(_confirm_parser().parse_args(argv))
         return run_check(_check_parser().parse_args(argv))
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
@@ -211,3 +236,81 @@ def _rule_record(rule) -> dict:
         "fix_availability": docs.fix_availability(rule.code),
         "url": rule_url(rule.code), "explanation": docs.rule_doc(rule.code),
     }
+
+
+def run_confirm(args: argparse.Namespace) -> int:
+    from devlint import output
+    from devlint.config import ConfigError, Selection, check_selectors, find_config, load_settings, split_codes
+    from devlint.confirm import STATUSES, Options, confirm_findings
+    from devlint.runner import FileReport, check_file, decode, discover
+
+    cwd = Path.cwd()
+    targets = [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in args.paths or ["."]]
+    try:
+        config_file = None if args.isolated else (args.config or find_config(targets[0][0] if targets[0][0].exists() else cwd) or find_config(cwd))
+        settings = load_settings(config_file, cwd)
+        settings.layers.append(Selection(
+            select=check_selectors(split_codes(args.select), "--select") if args.select else None,
+            ignore=check_selectors(split_codes(args.ignore), "--ignore"),
+        ))
+        table = settings.confirm
+        options = Options(
+            device=args.device, mode=args.mode, input_dtype=args.input_dtype, checkpoint=args.checkpoint,
+            timeout=args.timeout or float(table.get("timeout", 120)),
+            memory_mb=args.memory_mb or int(table.get("memory-mb", 8192)),
+            classes={
+                name: {
+                    "init_kwargs": spec.get("init-kwargs"),
+                    "inputs": [{"shape": shape, "dtype": spec.get("input-dtype", "float32")}
+                               for shape in spec.get("input-shapes", [])] or None,
+                }
+                for name, spec in table.get("classes", {}).items()
+            },
+        )
+        options.init_kwargs = json.loads(args.init_kwargs) if args.init_kwargs else None
+        options.input_shapes = [[int(n) for n in s.split(",")] for s in args.input_shape]
+    except (ConfigError, ValueError) as exc:
+        print(f"devlint confirm: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+    reports, verdicts = [], {}
+    for root, only in targets:
+        options.only_class = only
+        for path, problem in discover([root], settings):
+            report = check_file(path, settings, _display(path, cwd)) if problem is None else FileReport(path, str(path), error=problem)
+            reports.append(report)
+            if report.findings and not report.error:
+                source = decode(path.read_bytes())[0]
+                verdicts[id(report)] = confirm_findings(path, source, report.findings, options)
+    counts = {status: 0 for status in STATUSES}
+    for report in reports:
+        for v in verdicts.get(id(report), []):
+            counts[v.status] += 1
+    if args.output_format == "json":
+        records = output.records(reports)
+        by_place = {}
+        for report in reports:
+            for f, v in zip(report.findings, verdicts.get(id(report), [])):
+                by_place[(report.display, f.row, f.column, f.code)] = v.record()
+        for report in reports:
+            pass
+        out = []
+        for report in reports:
+            for record in output.records([report]):
+                if record["code"] is not None:
+                    record["confirm"] = by_place.get((report.display, record["location"]["row"], record["location"]["column"], record["code"]))
+                out.append(record)
+        print(json.dumps(out, indent=2))
+    else:
+        for report in reports:
+            if report.error:
+                print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=sys.stderr)
+            for f, v in zip(report.findings, verdicts.get(id(report), [])):
+                print(f"{report.display}:{f.row}:{f.column}: {f.code} [{v.status}] {f.message}")
+                where = ", ".join(x for x in (
+                    f"use: line {v.use_row}" if v.use_row else "", f"origin: line {v.origin_row}" if v.origin_row else "",
+                    v.device or "") if x)
+                print(f"    {v.message}" + (f" ({where})" if where else ""))
+        summary = ", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items() if n)
+        print(summary or "No findings to confirm.")
+    return EXIT_FINDINGS if counts["confirmed"] else EXIT_CLEAN

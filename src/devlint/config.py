@@ -20,7 +20,7 @@ DEFAULT_EXCLUDE = (
     ".pytest_cache", ".ruff_cache", ".devlint_cache", "build", "dist", "site-packages", "node_modules",
     "*.egg-info", ".eggs", "__pypackages__", "_build", "buck-out", ".ipynb_checkpoints", ".direnv",
 )
-KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "unsafe-fixes"}
+KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "unsafe-fixes", "confirm"}
 
 
 class ConfigError(Exception):
@@ -44,6 +44,7 @@ class Settings:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
+    confirm: dict = field(default_factory=dict)  # [tool.devlint.confirm], read by `devlint confirm`
 
     def enabled_codes(self) -> set[str]:
         enabled: set[str] = set()
@@ -151,6 +152,10 @@ def load_settings(config_file: Optional[Path], cwd: Path) -> Settings:
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{where}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
+    confirm = table.get("confirm", {})
+    if not isinstance(confirm, dict):
+        raise ConfigError(f"{where}: `confirm` must be a table")
+    settings.confirm = confirm
     settings.per_file_ignores = {
         pattern: check_selectors(_as_list(codes, f"{where} per-file-ignores", pattern), where)
         for pattern, codes in per_file.items()
