@@ -156,12 +156,15 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
         if hit is not None:
             return verdict("confirmed", f"{_scenario(hit)}: asked for {hit.get('device', 'cuda')}; on a CPU-only host "
                            "this raises AssertionError: Torch not compiled with CUDA enabled", hit["row"], row)
-    elif finding.code == "DEV003":
+    stopped = [r for c in classes for r in c["runs"] if r["status"] in ("inconclusive", "error")]
+    if owner is not None and owner["status"] == "not-run":
+        return verdict("not-run", owner["reason"])
+    if finding.code == "DEV003":
         mixes = [e for e in events if e["kind"] == "mix" and row in e["origin_rows"]]
         if mixes:
             hit = _worst(mixes)
             return verdict(hit["verdict"], f"{_scenario(hit)}: {hit['message']}", hit["row"], row)
-        if any(e["kind"] == "factory" and e["row"] == row for e in events):
+        if not stopped and any(e["kind"] == "factory" and e["row"] == row for e in events):
             return verdict("not-reproduced", f"the tensor made at line {row} never met a tensor on another device", None, row)
     elif finding.code == "DEV004":
         name = _attribute(finding)
@@ -173,12 +176,11 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
                 hit = _worst(mixes)
                 return verdict(hit["verdict"], f"self.{name} stayed on cpu when the module moved; {_scenario(hit)}: "
                                f"{hit['message']}", hit["row"], behind[0]["origin_row"] or row)
-            return verdict("not-reproduced", f"self.{name} stayed on cpu when the module moved "
-                           f"({_scenario(behind[0])}), but never met a tensor on another device",
-                           None, behind[0]["origin_row"] or row)
-    if owner is not None and owner["status"] == "not-run":
-        return verdict("not-run", owner["reason"])
-    stopped = [r for c in classes for r in c["runs"] if r["status"] in ("inconclusive", "error")]
+            if not stopped:
+                return verdict(
+                    "not-reproduced", f"self.{name} stayed on cpu when the module moved "
+                    f"({_scenario(behind[0])}), but never met a tensor on another device",
+                    None, behind[0]["origin_row"] or row)
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
     if not classes:
