@@ -323,3 +323,26 @@ def test_fix_then_confirm_is_clean(tmp_path):
     exec(compile((tmp_path / "m.py").read_text(), "m.py", "exec"), namespace)
     model = namespace["M"]().to("meta")
     assert model(torch.zeros(2, 8, device="meta")).device.type == "meta"
+
+
+# --- real CUDA: these run where a GPU is present ----------------------------------------------
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.cuda
+@cuda
+def test_real_cuda_agrees_with_the_stand_in(tmp_path):
+    source = """
+        class Factory(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+                self.scale = torch.ones(8)
+
+            def forward(self, x):
+                return self.proj(x) * self.scale + torch.arange(8)
+    """
+    stand_in = statuses(confirm(tmp_path, source, "--device", "stand-in"))
+    real = confirm(tmp_path, source, "--device", "cuda")
+    assert statuses(real) == stand_in == [("DEV004", 6, "confirmed"), ("DEV003", 9, "confirmed")]
+    assert real[0][2]["device"].startswith("cuda")

@@ -95,3 +95,13 @@ def test_ruff_snippet(tmp_path, with_snippet):
                    cwd=tmp_path, capture_output=True)
     kept = (tmp_path / "m.py").read_text()
     assert kept == ("x = 1  # noqa: DEV001\n" if with_snippet else "x = 1\n")
+
+
+def test_confirm_sample_output_is_what_devlint_prints():
+    pytest.importorskip("torch")
+    block = block_after("## Proving a finding", "text")
+    command, expected = block.split("\n", 1)
+    assert command == "$ devlint confirm examples/tinyseg/model.py"
+    result = subprocess.run([sys.executable, "-m", "devlint", "confirm", "examples/tinyseg/model.py"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.stdout == expected
