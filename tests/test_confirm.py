@@ -300,29 +300,68 @@ def test_checkpoint_reader_never_runs_pickled_code(tmp_path):
 
 
 # --- the loop closed -----------------------------------------------------------------------------
-def test_fix_then_confirm_is_clean(tmp_path):
-    source = HEADER + textwrap.dedent("""
+LOOP = {
+    "DEV001": """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                device = x.device
+                return self.proj(x).cuda()
+    """,
+    "DEV003": """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return self.proj(x) + torch.arange(x.shape[-1])
+    """,
+    "DEV004": """
         class M(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.proj = nn.Linear(8, 8)
                 self.scale = torch.ones(8)
 
-            def forward(self, x, device=None):
-                pos = torch.arange(x.shape[-1])
-                return self.proj(x) * self.scale + pos
-    """)
-    (tmp_path / "m.py").write_text(source)
-    before = devlint("confirm", "--output-format", "json", "m.py", cwd=tmp_path)
-    assert [x["confirm"]["status"] for x in json.loads(before.stdout)] == ["confirmed", "confirmed"]
-    assert devlint("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path).returncode == 0
+            def forward(self, x):
+                return self.proj(x) * self.scale
+    """,
+    "DEV005": """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                device = x.device
+                return self.proj(x).to("cuda")
+    """,
+    "DEV002": """
+        def load(model):
+            model.load_state_dict(torch.load("gpu.pt"))
+    """,
+}
+
+
+@pytest.mark.parametrize("code", sorted(LOOP))
+def test_fix_then_confirm_is_clean(tmp_path, code):
+    subprocess.run([sys.executable, "-c", CRAFT, str(tmp_path / "gpu.pt")], check=True)
+    (tmp_path / "m.py").write_text(HEADER + textwrap.dedent(LOOP[code]))
+    before = json.loads(devlint("confirm", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
+    assert [(x["code"], x["confirm"]["status"]) for x in before] == [(code, "confirmed")]
+    fixed = devlint("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path)
+    assert fixed.stdout.splitlines()[-1] == "Fixed 1 finding, 0 remaining."
     after = devlint("confirm", "m.py", cwd=tmp_path)
     assert (after.returncode, after.stdout) == (0, "No findings to confirm.\n")
-    # and the fixed module really runs where the original did not: on the stand-in device
-    namespace = {}
-    exec(compile((tmp_path / "m.py").read_text(), "m.py", "exec"), namespace)
-    model = namespace["M"]().to("meta")
-    assert model(torch.zeros(2, 8, device="meta")).device.type == "meta"
+    if code != "DEV002":  # the fixed module really runs on the stand-in device
+        namespace = {}
+        exec(compile((tmp_path / "m.py").read_text(), "m.py", "exec"), namespace)
+        model = namespace["M"]().to("meta")
+        assert model(torch.zeros(2, 8, device="meta")).device.type == "meta"
 
 
 # --- real CUDA: these run where a GPU is present ----------------------------------------------

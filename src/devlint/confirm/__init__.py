@@ -154,8 +154,10 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
         hit = next((e for e in events if e["kind"] in ("cuda-request", "cuda-failure")
                     and e.get("row") is not None and span[0] <= e["row"] <= span[1]), None)
         if hit is not None:
+            pinned = re.fullmatch(r"cuda:(\d+)", hit.get("device") or "")
+            other = f"; it also pins {pinned.group(0)}, so a model placed on cuda:{int(pinned.group(1)) + 1} meets it there" if pinned else ""
             return verdict("confirmed", f"{_scenario(hit)}: asked for {hit.get('device', 'cuda')}; on a CPU-only host "
-                           "this raises AssertionError: Torch not compiled with CUDA enabled", hit["row"], row)
+                           f"this raises AssertionError: Torch not compiled with CUDA enabled{other}", hit["row"], row)
     stopped = [r for c in classes for r in c["runs"] if r["status"] in ("inconclusive", "error")]
     if owner is not None and owner["status"] == "not-run":
         return verdict("not-run", owner["reason"])

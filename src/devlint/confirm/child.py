@@ -114,7 +114,8 @@ class FunctionRecorder(TorchFunctionMode):
         row = None
         request = None
         if name == "cuda" and args and isinstance(args[0], torch.Tensor):
-            request = _is_cuda_device(args[1] if len(args) > 1 else kwargs.get("device", 0)) or "cuda"
+            index = args[1] if len(args) > 1 else kwargs.get("device")
+            request = (_is_cuda_device(index) if index is not None else None) or "cuda"
             if rec.target == STAND_IN:
                 func, args, kwargs = torch.Tensor.to, (args[0], STAND_IN), {}
         elif name == "to" and args and isinstance(args[0], torch.Tensor):
@@ -355,7 +356,7 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
             elif "CUDA" in str(exc) or "cuda" in str(exc):
                 rec.event("cuda-failure", row=row, message=f"{type(exc).__name__}: {exc}")
                 runs.append({"mode": rec.scenario, "status": "ran", "source": source})
-            elif not runs and row is None:
+            elif not runs and (source, specs) != guesses[-1]:
                 last_error = f"{type(exc).__name__}: {exc}"
                 continue  # the guess did not fit the model: try the next one
             else:
