@@ -158,7 +158,9 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
             other = f"; it also pins {pinned.group(0)}, so a model placed on cuda:{int(pinned.group(1)) + 1} meets it there" if pinned else ""
             return verdict("confirmed", f"{_scenario(hit)}: asked for {hit.get('device', 'cuda')}; on a CPU-only host "
                            f"this raises AssertionError: Torch not compiled with CUDA enabled{other}", hit["row"], row)
-    stopped = [r for c in classes for r in c["runs"] if r["status"] in ("inconclusive", "error")]
+    # a run that stopped early leaves what it did not reach undecided (the owning class's runs,
+    # or any class's for code outside classes)
+    stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
     if owner is not None and owner["status"] == "not-run":
         return verdict("not-run", owner["reason"])
     if finding.code == "DEV003":
