@@ -179,6 +179,25 @@ def test_config_describes_a_class(tmp_path):
     assert statuses(results) == [("DEV003", 8, "confirmed")]
 
 
+def test_config_passes_keyword_inputs(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.devlint.confirm.classes.Dropper]\ninput-shapes = [[4, 8]]\n"
+        'forward-kwargs = { keep = { shape = [4], dtype = "bool" }, scale = 2.0 }\n'
+    )
+    results = confirm(tmp_path, """
+        class Dropper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x, keep=None, scale=1.0):
+                if keep is None:
+                    return self.proj(x)
+                return self.proj(x) * scale + torch.zeros(8)
+    """)
+    assert statuses(results) == [("DEV003", 10, "confirmed")]
+
+
 @pytest.mark.parametrize("body, status", [
     ("self.rnn = nn.GRU(8, 8, batch_first=True)", "confirmed"),
     ("self.rnn = nn.LSTM(8, 8)", "confirmed"),

@@ -263,6 +263,7 @@ def run_confirm(args: argparse.Namespace) -> int:
                     "init_kwargs": spec.get("init-kwargs"),
                     "inputs": [{"shape": shape, "dtype": spec.get("input-dtype", "float32")}
                                for shape in spec.get("input-shapes", [])] or None,
+                    "forward_kwargs": spec.get("forward-kwargs"),
                 }
                 for name, spec in table.get("classes", {}).items()
             },

@@ -233,6 +233,14 @@ def make_inputs(specs: list[dict], device: str) -> tuple:
     return tuple(out)
 
 
+def make_kwargs(values: dict, device: str) -> dict:
+    """Keyword inputs: `{"shape": [...], "dtype": ...}` becomes a tensor, anything else is passed as is."""
+    return {
+        name: make_inputs([value], device)[0] if isinstance(value, dict) and "shape" in value else value
+        for name, value in values.items()
+    }
+
+
 def input_guesses(model: torch.nn.Module, user_module, cls) -> list[tuple[str, list[dict]]]:
     """Candidate inputs, best first: user hook, Lightning/transformers attributes, the first layer."""
     guesses = []
@@ -345,8 +353,9 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
                 model.train(training)
                 rec.scenario = "train" if training else "eval"
                 inputs = make_inputs(specs, device)
+                extra = make_kwargs(spec.get("forward_kwargs") or {}, device)
                 with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec), torch.no_grad():
-                    model(*inputs)
+                    model(*inputs, **extra)
                 runs.append({"mode": rec.scenario, "inputs": specs, "source": source, "status": "ran"})
         except BaseException as exc:  # noqa: BLE001 - user code
             row = user_frame_row(exc, user_file)
