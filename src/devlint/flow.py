@@ -268,6 +268,8 @@ def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) ->
         return is_derived(expr.value, derived, facts)
     if isinstance(expr, cst.BinaryOperation):
         return is_derived(expr.left, derived, facts) or is_derived(expr.right, derived, facts)
+    if isinstance(expr, cst.Comparison):  # `x == 1` is a bool tensor where x is
+        return is_derived(expr.left, derived, facts) or any(is_derived(t.comparator, derived, facts) for t in expr.comparisons)
     if isinstance(expr, cst.UnaryOperation):
         return is_derived(expr.expression, derived, facts)
     if isinstance(expr, cst.IfExp):

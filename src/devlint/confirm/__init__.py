@@ -168,7 +168,11 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
         if mixes:
             hit = _worst(mixes)
             return verdict(hit["verdict"], f"{_scenario(hit)}: {hit['message']}", hit["row"], row)
-        if not stopped and any(e["kind"] == "factory" and e["row"] == row for e in events):
+        made = [e for e in events if e["kind"] == "factory" and e["row"] == row]
+        if made and all(e.get("device") != "cpu" for e in made):
+            return verdict("not-reproduced", f"the tensor made at line {row} was already on the device "
+                           f"({made[0].get('device')}): its data was a tensor there", None, row)
+        if not stopped and made:
             return verdict("not-reproduced", f"the tensor made at line {row} never met a tensor on another device", None, row)
     elif finding.code == "DEV004":
         name = _attribute(finding)

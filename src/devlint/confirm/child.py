@@ -137,17 +137,17 @@ class FunctionRecorder(TorchFunctionMode):
             row = rec.user_row()
             rec.event("cuda-request", row=row, device=request)
         result = func(*args, **kwargs)
-        if isinstance(result, torch.Tensor) and result.device.type == "cpu":
-            if func in FACTORIES or func in LEGACY:
-                row = row if row is not None else rec.user_row()
-                if row is not None:
+        if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY):
+            row = row if row is not None else rec.user_row()
+            if row is not None:
+                rec.event("factory", row=row, device=result.device.type)
+                if result.device.type == "cpu":
                     rec.origin[result] = row
-                    rec.event("factory", row=row)
-            else:  # host-only ops keep the origin of their CPU input
-                for arg in tree_flatten((args, kwargs))[0]:
-                    if isinstance(arg, torch.Tensor) and arg in rec.origin:
-                        rec.origin[result] = rec.origin[arg]
-                        break
+        elif isinstance(result, torch.Tensor) and result.device.type == "cpu":
+            for arg in tree_flatten((args, kwargs))[0]:  # host-only ops keep their input's origin
+                if isinstance(arg, torch.Tensor) and arg in rec.origin:
+                    rec.origin[result] = rec.origin[arg]
+                    break
         return result
 
 

@@ -108,7 +108,7 @@ class _Function:
 
     def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
         """(flag if this runs at forward time, flag otherwise)."""
-        if source == names.AS_TENSOR:
+        if source in (names.AS_TENSOR, "torch.tensor"):  # tensor data keeps its device
             data = syntax.positional(call)[:1]
             if data and flow.is_derived(data[0].value, self.derived, self.facts):
                 return False, False
