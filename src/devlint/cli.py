@@ -202,7 +202,6 @@ def _display(path: Path, cwd: Path) -> str:
 
 def run_rule(args: argparse.Namespace) -> int:
     from devlint import docs
-    from devlint.output import rule_url
     from devlint.rules import ALL_RULES, BY_CODE
 
     if args.all:
@@ -288,18 +287,12 @@ def run_confirm(args: argparse.Namespace) -> int:
         for v in verdicts.get(id(report), []):
             counts[v.status] += 1
     if args.output_format == "json":
-        records = output.records(reports)
-        by_place = {}
-        for report in reports:
-            for f, v in zip(report.findings, verdicts.get(id(report), [])):
-                by_place[(report.display, f.row, f.column, f.code)] = v.record()
-        for report in reports:
-            pass
         out = []
         for report in reports:
-            for record in output.records([report]):
+            confirmations = iter(verdicts.get(id(report), []))
+            for record in output.records([report]):  # the file's error first, then its findings in order
                 if record["code"] is not None:
-                    record["confirm"] = by_place.get((report.display, record["location"]["row"], record["location"]["column"], record["code"]))
+                    record["confirm"] = next(confirmations).record()
                 out.append(record)
         print(json.dumps(out, indent=2))
     else:

@@ -391,7 +391,6 @@ def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_param
         model = cls(**(kwargs or {}))
         with torch.no_grad():
             model(*make_inputs(specs, "cpu"))
-        before = {id(v) for m in model.modules() for v in vars(m).values() if isinstance(v, torch.Tensor)}
         rec.scenario = "cached"
         with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec):
             model.to(device)
@@ -399,7 +398,6 @@ def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_param
             rec.event("left-behind", **item)
         with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec), torch.no_grad():
             model(*make_inputs(specs, device))
-        del before
     except BaseException:  # noqa: BLE001 - a best-effort extra scenario
         pass
 

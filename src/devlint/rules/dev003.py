@@ -124,7 +124,7 @@ class _Function:
         binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign)))
         tracked = {name}
         started = False
-        moved = used_before_move = meets = False
+        used_before_move = meets = False
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked name it binds to the value
         for node, node_path in flow.walk_with_paths(self.node, []):
@@ -138,8 +138,7 @@ class _Function:
                 assign = node_path[-3] if isinstance(parent, cst.AssignTarget) else parent
                 if rebinds.get(assign) == node.value:
                     continue
-                if assign in move_assigns:
-                    moved = True
+                if assign in move_assigns:  # `t = t.to(...)`: moved before any later use
                     break
                 tracked.discard(node.value)
                 if not tracked:
