@@ -26,6 +26,8 @@ NAMES = {
     "DEV004": "unregistered-tensor-attribute",
     "DEV005": "hardcoded-cuda-string",
     "DEV006": "map-location-on-wrong-call",
+    "DEV007": "input-device-mismatch",
+    "DEV008": "numpy-on-device-tensor",
 }
 
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"

@@ -105,3 +105,14 @@ def test_confirm_sample_output_is_what_devlint_prints():
     result = subprocess.run([sys.executable, "-m", "devlint", "confirm", "examples/tinyseg/model.py"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.stdout == expected
+
+
+def test_explain_sample_is_what_devlint_prints():
+    block = block_after("lands on the line to change", "text")
+    command, expected = block.split("\n", 1)
+    assert command == "$ devlint explain traceback.txt"
+    result = subprocess.run([sys.executable, "-m", "devlint", "explain", "--isolated", "tests/tracebacks/examples_export.txt"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.stdout == expected
+    traceback = (ROOT / "tests" / "tracebacks" / "examples_export.txt").read_text()
+    assert block_after("fails like this", "text").splitlines()[-1] == traceback.splitlines()[-1]

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 from devlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rule", "confirm")
+SUBCOMMANDS = ("check", "rule", "confirm", "explain")
 OUTPUT_FORMATS = ("text", "json", "json-lines", "sarif", "github")
 
 
@@ -73,6 +73,18 @@ def _confirm_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _explain_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="devlint explain",
+        description="Explain a PyTorch device error (a message or a whole traceback) and point at the line to change.",
+    )
+    p.add_argument("error", nargs="?", help="the error text, a file holding it, or - (default) for standard input")
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument("--config", type=Path, metavar="PYPROJECT")
+    p.add_argument("--isolated", action="store_true")
+    return p
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["--version"], ["-V"]):
@@ -88,6 +100,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_rule(_rule_parser().parse_args(argv))
         if command == "confirm":
             return run_confirm(_confirm_parser().parse_args(argv))
+        if command == "explain":
+            return run_explain(_explain_parser().parse_args(argv))
         return run_check(_check_parser().parse_args(argv))
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
@@ -308,3 +322,45 @@ def run_confirm(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items() if n)
         print(summary or "No findings to confirm.")
     return EXIT_FINDINGS if counts["confirmed"] else EXIT_CLEAN
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from devlint import output
+    from devlint.config import ConfigError, find_config, load_settings
+    from devlint.explain import explain, read_input
+    from devlint.rules import BY_CODE
+
+    cwd = Path.cwd()
+    try:
+        settings = load_settings(None if args.isolated else (args.config or find_config(cwd)), cwd)
+    except ConfigError as exc:
+        print(f"devlint explain: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    result = explain(read_input(args.error, sys.stdin), settings, cwd)
+    if args.output_format == "json":
+        findings = []
+        for report, finding, place in result.findings:
+            (record,) = [r for r in output.records([report]) if r["code"] == finding.code
+                         and r["location"] == {"row": finding.row, "column": finding.column}]
+            findings.append({**record, "place": place})
+        print(json.dumps({
+            "kinds": [{"id": k.id, "title": k.title, "causes": list(k.causes), "rules": list(k.rules)} for k in result.kinds],
+            "frames": [{"filename": str(p), "row": line} for p, line in result.frames],
+            "findings": findings,
+        }, indent=2))
+        return EXIT_CLEAN if result.kinds or result.findings else EXIT_FINDINGS
+    if not result.kinds:
+        print("devlint does not recognise this as a device error (expected e.g. 'Expected all tensors to be on "
+              "the same device' or 'Torch not compiled with CUDA enabled').")
+    for kind in result.kinds:
+        print(f"{kind.id}: {kind.title}")
+        for cause in kind.causes:
+            print(f"  - {cause}")
+        print("  rules: " + ", ".join(f"{code} {BY_CODE[code].name}" for code in kind.rules))
+    if result.findings:
+        print("\nThe line to change, most likely first:")
+        for report, finding, place in result.findings:
+            print(f"{report.display}:{finding.row}:{finding.column}: {finding.code} {finding.message}  ({place})")
+    elif result.frames:
+        print("\nNo finding in the files of the traceback: " + ", ".join(sorted({str(p.name) for p, _ in result.frames})))
+    return EXIT_CLEAN if result.kinds or result.findings else EXIT_FINDINGS

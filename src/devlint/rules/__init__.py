@@ -7,6 +7,8 @@ from devlint.rules.dev003 import FactoryWithoutDevice
 from devlint.rules.dev004 import UnregisteredTensorAttribute
 from devlint.rules.dev005 import HardcodedCudaString
 from devlint.rules.dev006 import MapLocationOnWrongCall
+from devlint.rules.dev007 import InputDeviceMismatch
+from devlint.rules.dev008 import NumpyOnDeviceTensor
 
 ALL_RULES = (
     HardcodedCudaCall,
@@ -15,5 +17,7 @@ ALL_RULES = (
     UnregisteredTensorAttribute,
     HardcodedCudaString,
     MapLocationOnWrongCall,
+    InputDeviceMismatch,
+    NumpyOnDeviceTensor,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.engine import SAFE, NodeFix, Rule
+from devlint.placement import ScopeScan
+
+
+class NumpyOnDeviceTensor(Rule):
+    code = "DEV008"
+    name = "numpy-on-device-tensor"
+    summary = "`.numpy()` on a tensor the same scope put on an accelerator"
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._check(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._check(node)
+
+    def _check(self, scope: cst.CSTNode) -> None:
+        for call in ScopeScan(self.facts).scan(scope).numpy_calls:
+            func = call.func
+            with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
+            fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,
+                          call.with_changes(func=func.with_changes(value=with_cpu)))
+            self.report(
+                func.attr,
+                "`.numpy()` on a tensor this code put on an accelerator fails (`can't convert cuda:0 device type "
+                "tensor to numpy`); call `.cpu()` first",
+                fix,
+            )
