@@ -133,6 +133,7 @@ class Context:
         self._decorator_guard: dict[cst.CSTNode, bool] = {}
         self._device_contexts = 0
         self.findings: list[tuple[str, str, str, cst.CSTNode, Optional[NodeFix]]] = []
+        self.module_data: dict = {}  # what rules keep about module-level code, like FunctionFrame.data
         self._module_device_bound = False
 
     @property

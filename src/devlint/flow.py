@@ -194,6 +194,22 @@ def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterato
             stack.append((child, path + [child]))
 
 
+def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
+    """Like walk_with_paths, with only each node's parent: no path is built."""
+    stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        children = list(node.children)
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+            children.remove(node.value)
+            children.insert(0, node.value)
+        for child in reversed(children):
+            stack.append((child, node))
+
+
 # --- tensor parameters and values derived from them ----------------------------------------
 def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False) -> list[str]:
     """Parameters that hold tensors, in declaration order (the first used one comes first)."""

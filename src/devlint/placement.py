@@ -43,9 +43,9 @@ class ScopeScan:
     numpy_calls: list[cst.Call] = field(default_factory=list)  # DEV008: `.numpy()` on a placed value
     order: dict = field(default_factory=dict)  # node -> position in evaluation order
     first_binding: dict[str, int] = field(default_factory=dict)  # name -> position of its first binding
-    loads: dict[str, int] = field(default_factory=dict)  # factory name -> uses in the scope
     input_loads: dict[str, int] = field(default_factory=dict)  # factory name -> uses as a module input
     factory_names: dict = field(default_factory=dict)  # factory call -> the name it was bound to
+    root: Optional[cst.CSTNode] = None
 
     # --- what an expression is -------------------------------------------------------------
     def device_less_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -104,21 +104,20 @@ class ScopeScan:
         return False
 
     # --- the scan ----------------------------------------------------------------------------
-    def scan(self, root: cst.CSTNode) -> "ScopeScan":
-        if isinstance(root, cst.FunctionDef):
-            for param in syntax.all_params(root.params):
+    def replay(self, scope: cst.CSTNode, events: list) -> "ScopeScan":
+        """Follow the scope's calls, bindings and expression statements, in evaluation order
+        (recorded during the engine's one traversal: nothing is walked again)."""
+        self.root = scope
+        if isinstance(scope, cst.FunctionDef):
+            for param in syntax.all_params(scope.params):
                 self.first_binding.setdefault(param.name.value, -1)
-        for position, (node, path) in enumerate(flow.walk_with_paths(root, [])):
+        for position, (kind, node) in enumerate(events):
             self.order[node] = position
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
-                continue
-            if isinstance(node, cst.Name) and node.value in self.factories and not _is_target(node, path):
-                self.loads[node.value] = self.loads.get(node.value, 0) + 1
-            if isinstance(node, cst.Call):
+            if kind == "call":
                 self._call(node)
-            elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            elif kind == "bind" and node.value is not None:
                 self._bind(node)
-            elif isinstance(node, cst.Expr):
+            elif kind == "expr":
                 self._move_in_place(node.value)
         return self
 
@@ -162,6 +161,7 @@ class ScopeScan:
             elif factory is not None:
                 self.factories[name] = factory
                 self.factory_names[factory] = name
+                self.order.setdefault(factory, self.order.get(node, 0))
 
     def _call(self, call: cst.Call) -> None:
         func = call.func
@@ -179,8 +179,16 @@ class ScopeScan:
                 factory = self.device_less_factory(element)
                 if factory is not None:
                     self.inputs.append((factory, placement))
+                    self.order.setdefault(factory, self.order.get(call, 0))
                     if isinstance(element, cst.Name):
                         self.input_loads[element.value] = self.input_loads.get(element.value, 0) + 1
+
+    def _loads(self, name: str) -> int:
+        """How often the scope reads `name` (its bindings not counted)."""
+        return sum(
+            1 for node, parent in flow.walk_with_parents(self.root)
+            if isinstance(node, cst.Name) and node.value == name and not _is_target(node, parent)
+        )
 
     def fix_applicability(self, factory: cst.Call, placement: Placement) -> Optional[str]:
         """'safe', 'unsafe', or None (no fix) for adding `device=<placement.device>` to `factory`."""
@@ -192,7 +200,7 @@ class ScopeScan:
         elif device is None or syntax.string_value(device) is None:
             return None  # only a name or a literal in scope
         name = self.factory_names.get(factory)
-        other_uses = name is not None and self.loads.get(name, 0) > self.input_loads.get(name, 0)
+        other_uses = name is not None and self._loads(name) > self.input_loads.get(name, 0)
         # on the device, the tensor's other uses (`.numpy()`, host code) would change
         return "safe" if placement.exact and not other_uses else "unsafe"
 
@@ -211,8 +219,53 @@ class ScopeScan:
         return module, [example.value] if example is not None else []
 
 
-def _is_target(node: cst.Name, path) -> bool:
-    parent = path[-2] if len(path) > 1 else None
+MOVE_WORDS = frozenset({"cuda", "to", "numpy"})
+
+
+class PlacementEvents:
+    """Records, during the traversal, what ScopeScan replays: a mixin for the rules that use it.
+    Whichever of them runs first in a file records; the others read."""
+
+    def _data(self) -> dict:
+        ctx = self.ctx
+        return ctx.function.data if ctx.function is not None else ctx.module_data
+
+    def _recording(self) -> bool:
+        return self.ctx.module_data.setdefault("placement-recorder", self) is self
+
+    def _record(self, kind: str, node: cst.CSTNode) -> None:
+        if self._recording():
+            data = self._data()
+            data.setdefault("placement-events", []).append((kind, node))
+            if kind == "call" and not data.get("moves"):
+                func = node.func
+                if (isinstance(func, cst.Attribute) and func.attr.value in MOVE_WORDS) or self.facts.resolve(func) in names.LOADERS:
+                    data["moves"] = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._record("call", node)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self._record("bind", node)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._record("bind", node)
+
+    def leave_Expr(self, node: cst.Expr) -> None:
+        self._record("expr", node)
+
+    def scope_scan(self, scope: cst.CSTNode) -> Optional[ScopeScan]:
+        """The scan of `scope`, made once for all the rules that ask, and only where the scope
+        moves something (a `.cuda()`, `.to()`, `.numpy()` or a loader call)."""
+        data = self.ctx.function.data if isinstance(scope, cst.FunctionDef) else self.ctx.module_data
+        if not data.get("moves"):
+            return None
+        if "scan" not in data:
+            data["scan"] = ScopeScan(self.facts).replay(scope, data.get("placement-events", []))
+        return data["scan"]
+
+
+def _is_target(node: cst.Name, parent) -> bool:
     return isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node
 
 

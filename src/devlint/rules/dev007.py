@@ -4,10 +4,10 @@ import libcst as cst
 
 from devlint import edits, names
 from devlint.engine import NodeFix, Rule
-from devlint.placement import ScopeScan
+from devlint.placement import PlacementEvents
 
 
-class InputDeviceMismatch(Rule):
+class InputDeviceMismatch(PlacementEvents, Rule):
     code = "DEV007"
     name = "input-device-mismatch"
     summary = "CPU input passed to a module the same scope moved to an accelerator"
@@ -19,7 +19,9 @@ class InputDeviceMismatch(Rule):
         self._check(node)
 
     def _check(self, scope: cst.CSTNode) -> None:
-        scan = ScopeScan(self.facts).scan(scope)
+        scan = self.scope_scan(scope)
+        if scan is None:
+            return
         seen = set()
         for factory, placement in scan.inputs:
             if factory in seen:

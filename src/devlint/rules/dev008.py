@@ -3,10 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.engine import SAFE, NodeFix, Rule
-from devlint.placement import ScopeScan
+from devlint.placement import PlacementEvents
 
 
-class NumpyOnDeviceTensor(Rule):
+class NumpyOnDeviceTensor(PlacementEvents, Rule):
     code = "DEV008"
     name = "numpy-on-device-tensor"
     summary = "`.numpy()` on a tensor the same scope put on an accelerator"
@@ -18,7 +18,8 @@ class NumpyOnDeviceTensor(Rule):
         self._check(node)
 
     def _check(self, scope: cst.CSTNode) -> None:
-        for call in ScopeScan(self.facts).scan(scope).numpy_calls:
+        scan = self.scope_scan(scope)
+        for call in scan.numpy_calls if scan is not None else ():
             func = call.func
             with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
             fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,
