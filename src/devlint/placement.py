@@ -22,8 +22,8 @@ EXPORTS = {  # function -> how it takes the module and the example inputs
     "torch.export.export": "args",
     "torch_tensorrt.compile": "inputs",
 }
-TRANSPARENT = frozenset(
-    "detach squeeze unsqueeze float double half long int bool clone contiguous view reshape flatten permute"
+TRANSPARENT = frozenset(  # methods whose result lives where their receiver does
+    "eval train requires_grad_ detach squeeze unsqueeze float double half long int bool clone contiguous view reshape flatten permute"
     " transpose softmax log_softmax sigmoid argmax argmin max min sum mean round abs exp".split()
 )
 
