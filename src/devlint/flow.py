@@ -177,21 +177,25 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
     return out
 
 
+def _evaluation_order(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """A node's children, an assignment's value before its targets."""
+    children = list(node.children)
+    if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+        children.remove(node.value)
+        children.insert(0, node.value)
+    return children
+
+
 def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, list]]:
-    """Nodes under root in evaluation order (an assignment's value before its targets),
-    each with its full ancestor path; nested functions and classes are not entered."""
+    """Nodes under root in evaluation order, each with its full ancestor path; nested
+    functions and classes are not entered."""
     stack: list[tuple[cst.CSTNode, list]] = [(root, list(prefix) + [root])]
     while stack:
         node, path = stack.pop()
         yield node, path
         if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             continue
-        children = list(node.children)
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
-            children.remove(node.value)
-            children.insert(0, node.value)
-        for child in reversed(children):
-            stack.append((child, path + [child]))
+        stack.extend((child, path + [child]) for child in reversed(_evaluation_order(node)))
 
 
 def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
@@ -202,12 +206,7 @@ def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional
         yield node, parent
         if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             continue
-        children = list(node.children)
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
-            children.remove(node.value)
-            children.insert(0, node.value)
-        for child in reversed(children):
-            stack.append((child, node))
+        stack.extend((child, node) for child in reversed(_evaluation_order(node)))
 
 
 # --- tensor parameters and values derived from them ----------------------------------------

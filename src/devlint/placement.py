@@ -254,6 +254,19 @@ class PlacementEvents:
     def leave_Expr(self, node: cst.Expr) -> None:
         self._record("expr", node)
 
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scan = self.scope_scan(node)
+        if scan is not None:
+            self.check_scope(scan)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        scan = self.scope_scan(node)
+        if scan is not None:
+            self.check_scope(scan)
+
+    def check_scope(self, scan: ScopeScan) -> None:
+        raise NotImplementedError
+
     def scope_scan(self, scope: cst.CSTNode) -> Optional[ScopeScan]:
         """The scan of `scope`, made once for all the rules that ask, and only where the scope
         moves something (a `.cuda()`, `.to()`, `.numpy()` or a loader call)."""

@@ -12,16 +12,7 @@ class InputDeviceMismatch(PlacementEvents, Rule):
     name = "input-device-mismatch"
     summary = "CPU input passed to a module the same scope moved to an accelerator"
 
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check(node)
-
-    def leave_Module(self, node: cst.Module) -> None:
-        self._check(node)
-
-    def _check(self, scope: cst.CSTNode) -> None:
-        scan = self.scope_scan(scope)
-        if scan is None:
-            return
+    def check_scope(self, scan) -> None:
         seen = set()
         for factory, placement in scan.inputs:
             if factory in seen:

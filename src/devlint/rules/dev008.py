@@ -11,15 +11,8 @@ class NumpyOnDeviceTensor(PlacementEvents, Rule):
     name = "numpy-on-device-tensor"
     summary = "`.numpy()` on a tensor the same scope put on an accelerator"
 
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check(node)
-
-    def leave_Module(self, node: cst.Module) -> None:
-        self._check(node)
-
-    def _check(self, scope: cst.CSTNode) -> None:
-        scan = self.scope_scan(scope)
-        for call in scan.numpy_calls if scan is not None else ():
+    def check_scope(self, scan) -> None:
+        for call in scan.numpy_calls:
             func = call.func
             with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
             fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,
