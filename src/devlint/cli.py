@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -34,6 +35,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--add-noqa", action="store_true", help="write `# noqa: CODE` on every finding's line")
     p.add_argument("--stdin-filename", metavar="PATH", help="the path of the code read from standard input (for settings and messages)")
     p.add_argument("--force-exclude", action="store_true", help="apply the configured excludes to paths given on the command line too")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes (default: one per core)")
+    p.add_argument("--no-cache", action="store_true", help="check every file again, ignoring .devlint_cache/")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR", help="where to keep the cache (default: .devlint_cache/ beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     p.add_argument("--config", type=Path, metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
     p.add_argument("--isolated", action="store_true", help="ignore all configuration files")
@@ -112,7 +116,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def run_check(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError, Selection, check_selectors, find_config, load_settings, split_codes
-    from devlint.runner import FileReport, add_noqa_to_file, check_data, check_file, discover
+    from devlint.runner import FileReport, add_noqa_to_file, check_data, check_files, discover
 
     cwd = Path.cwd()
     paths = args.paths or [Path(".")]
@@ -170,13 +174,19 @@ def run_check(args: argparse.Namespace) -> int:
             sys.stdout.buffer.write(report.new_data if report.new_data is not None else data)
             sys.stdout.flush()
     else:
+        items = []
         for path, problem in discover(paths, settings, args.force_exclude):
-            display = _display(path, cwd)
             if problem is not None:
                 missing = True
-                reports.append(FileReport(path, display, error=problem))
+                reports.append(FileReport(path, _display(path, cwd), error=problem))
             else:
-                reports.append(check_file(path, settings, display, fix=mode))
+                items.append((path, _display(path, cwd)))
+        cache_dir = None if args.no_cache else (args.cache_dir or settings.root / ".devlint_cache")
+        show_progress = args.output_format == "text" and not args.diff and sys.stderr.isatty() and len(items) > 100
+        reports += check_files(
+            items, settings, mode, jobs=args.jobs or os.cpu_count() or 1, cache_dir=cache_dir,
+            progress=_progress_bar(sys.stderr) if show_progress else None,
+        )
 
     reports.sort(key=lambda r: r.display)
     findings, errors = output.count(reports)
@@ -205,6 +215,24 @@ def run_check(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings or errors else EXIT_CLEAN
+
+
+def _progress_bar(stream):
+    """A one-line bar on a terminal, cleared when the run is done."""
+    state = {"shown": -1}
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // total if total else width
+        if filled == state["shown"] and done != total:
+            return
+        state["shown"] = filled
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+        if done == total:
+            stream.write("\r" + " " * (width + 30) + "\r")
+        stream.flush()
+
+    return show
 
 
 def _display(path: Path, cwd: Path) -> str:

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import io
+import json
 import os
 import stat
 import tempfile
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -27,6 +29,7 @@ class FileReport:
     diff: str = ""
     new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
     unfixed: list[engine.Finding] = field(default_factory=list)  # the findings before the fixes
+    cache_key: Optional[str] = None  # set when the report came from the cache
 
 
 class SourceError(Exception):
@@ -214,3 +217,123 @@ def _walk(root: Path, settings: Settings) -> Iterator[Path]:
             if name.endswith(".py") and not settings.is_excluded(here / name):
                 found.append(here / name)
     yield from sorted(found)
+
+
+# --- many files: a cache keyed by content and settings, and worker processes ----------------------
+def check_files(
+    items: Sequence[tuple[Path, str]],
+    settings: Settings,
+    fix: Optional[str] = None,
+    jobs: int = 1,
+    cache_dir: Optional[Path] = None,
+    progress=None,
+) -> list[FileReport]:
+    """Check (or fix) every (path, display) pair. Plain checks are cached by file content and
+    settings; files are spread over `jobs` processes when there are enough of them."""
+    cache = FindingCache(cache_dir, settings) if cache_dir is not None and fix is None else None
+    reports: list[Optional[FileReport]] = [None] * len(items)
+    todo = []
+    for i, (path, display) in enumerate(items):
+        hit = cache.get(path, display) if cache is not None else None
+        if hit is not None:
+            reports[i] = hit
+        else:
+            todo.append(i)
+    done = len(items) - len(todo)
+    if progress is not None:
+        progress(done, len(items))
+    work = [(items[i][0], items[i][1], settings, fix) for i in todo]
+    if jobs > 1 and len(work) > 8:
+        import concurrent.futures
+        import multiprocessing
+
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = pool.map(_check_portable, work, chunksize=max(1, len(work) // (jobs * 8)))
+            for i, report in zip(todo, results):
+                reports[i] = report
+                done += 1
+                if progress is not None:
+                    progress(done, len(items))
+    else:
+        for i, job in zip(todo, work):
+            reports[i] = _check_portable(job)
+            done += 1
+            if progress is not None:
+                progress(done, len(items))
+    if cache is not None:
+        for i in todo:
+            cache.put(reports[i])
+    return reports
+
+
+def _check_portable(job) -> FileReport:
+    """check_file, with the libcst nodes dropped so the report can cross processes."""
+    path, display, settings, fix = job
+    report = check_file(path, settings, display, fix)
+    report.findings = [replace(f, node_fix=None) for f in report.findings]
+    report.fixed = [replace(f, node_fix=None) for f in report.fixed]
+    report.unfixed = []
+    return report
+
+
+class FindingCache:
+    """`.devlint_cache/<version>/`: one JSON file per (content, effective rules) key."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        from devlint import __version__
+
+        self.root = root / __version__
+        self.settings = settings
+        self.codes = ",".join(sorted(settings.enabled_codes()))
+
+    def _key(self, path: Path) -> Optional[tuple[str, bytes]]:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        ignored = ",".join(sorted(self.settings.ignored_codes_for(path)))
+        digest = hashlib.sha256(f"{self.codes}|{ignored}|".encode() + data).hexdigest()
+        return digest, data
+
+    def get(self, path: Path, display: str) -> Optional[FileReport]:
+        key = self._key(path)
+        if key is None:
+            return None
+        try:
+            record = json.loads((self.root / key[0][:2] / f"{key[0]}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        report = FileReport(path, display, error=record["error"], error_row=record["row"], error_column=record["column"])
+        report.findings = [_finding_from(r) for r in record["findings"]]
+        report.cache_key = key[0]
+        return report
+
+    def put(self, report: FileReport) -> None:
+        key = self._key(report.path)
+        if key is None or report.error and report.error.startswith("cannot read"):
+            return
+        record = {"error": report.error, "row": report.error_row, "column": report.error_column,
+                  "findings": [_finding_to(f) for f in report.findings]}
+        target = self.root / key[0][:2] / f"{key[0]}.json"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (self.root.parent / "CACHEDIR.TAG").exists() or (self.root.parent / "CACHEDIR.TAG").write_text(
+                "Signature: 8a477f597d28d172789f06886806bc55\n# devlint's cache: safe to delete.\n")
+            temporary = target.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(record))
+            os.replace(temporary, target)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+
+def _finding_to(f: engine.Finding) -> dict:
+    data = asdict(replace(f, node_fix=None))
+    data.pop("node_fix", None)
+    return data
+
+
+def _finding_from(data: dict) -> engine.Finding:
+    fix = data.pop("fix")
+    if fix is not None:
+        fix = engine.Fix(fix["applicability"], fix["message"], tuple(engine.Edit(**e) for e in fix["edits"]))
+    return engine.Finding(**data, fix=fix)
