@@ -1,0 +1,107 @@
+"""Speed benchmark: devlint against TorchFix and against the cost of parsing, in one run.
+
+Every figure is a whole process run side by side on the same files with the same job count
+(this machine may be noisy: compare the ratios, which share its mood). Peak memory is the
+largest resident set of the process and its children (os.wait4).
+
+    python bench/bench.py --corpus DIR [--quick] [--jobs N] [--torchfix PATH] [--runs 3]
+
+DIR is the unpacked corpus (the last line printed by the corpus fetch script); --quick keeps
+the timm package only. TorchFix runs from PATH (default: `torchfix` on PATH); it is skipped if
+absent. TorchFix pins an older libcst, so give it a virtual environment of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PARSE = """
+import sys, pathlib, {module}
+for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.py")):
+    try:
+        {call}(path.read_text(encoding="utf-8", errors="replace"))
+    except Exception:
+        pass
+"""
+
+
+def run(command: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak MB, exit status) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def median_run(command: list[str], runs: int, cwd: Path | None = None) -> tuple[float, float]:
+    results = [run(command, cwd) for _ in range(runs)]
+    return statistics.median(r[0] for r in results), max(r[1] for r in results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--quick", action="store_true", help="the timm package only")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--torchfix", default=shutil.which("torchfix"))
+    parser.add_argument("--runs", type=int, default=3, help="runs of each fast command (the median is shown)")
+    args = parser.parse_args()
+    corpus = args.corpus
+    if args.quick:
+        corpus = next(p for p in corpus.iterdir() if p.name.startswith("timm-"))
+    files = sorted(corpus.rglob("*.py"))
+    py = sys.executable
+    devlint = [py, "-m", "devlint", "--isolated", "--output-format", "json", "-j", str(args.jobs)]
+    rows: dict[str, tuple[float, float]] = {}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "cache"
+        rows["devlint, cold (no cache)"] = median_run([*devlint, "--no-cache", str(corpus)], 1)
+        run([*devlint, "--cache-dir", str(cache), str(corpus)])  # fill the cache
+        rows["devlint, warm (cache, nothing changed)"] = median_run([*devlint, "--cache-dir", str(cache), str(corpus)], args.runs)
+        small = Path(tmp) / "small.py"
+        small.write_text("import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n")
+        rows["devlint, one small file"] = median_run([py, "-m", "devlint", "--isolated", "--no-cache", str(small)], args.runs)
+        rows["flake8 --version"] = median_run([py, "-m", "flake8", "--version"], args.runs)
+        rows["serial libcst.parse_module (parse floor)"] = median_run(
+            [py, "-c", PARSE.format(module="libcst", call="libcst.parse_module"), str(corpus)], 1)
+        rows["serial ast.parse"] = median_run([py, "-c", PARSE.format(module="ast", call="ast.parse"), str(corpus)], 1)
+        if args.torchfix:
+            rows[f"TorchFix --select ALL -j {args.jobs}"] = median_run(
+                [args.torchfix, "--select", "ALL", "-j", str(args.jobs), str(corpus)], 1, cwd=Path(tmp))
+
+    cold = rows["devlint, cold (no cache)"][0]
+    print(f"{len(files)} files in {corpus.name}; jobs: {args.jobs}; {os.cpu_count()} cores; Python {sys.version.split()[0]}")
+    print(f"{'command':<44} {'seconds':>9} {'cold / this':>12} {'peak MB':>9}")
+    for name, (seconds, peak) in rows.items():
+        print(f"{name:<44} {seconds:>9.2f} {cold / seconds:>12.3f} {peak:>9.0f}")
+    print()
+    parse = rows["serial libcst.parse_module (parse floor)"][0]
+    ast_parse = rows["serial ast.parse"][0]
+    warm = rows["devlint, warm (cache, nothing changed)"][0]
+    small = rows["devlint, one small file"][0]
+    flake8 = rows["flake8 --version"][0]
+    targets = [
+        ("cold <= 0.6 x serial libcst parse", cold / parse, 0.6),
+        ("cold <= 2 x serial ast.parse (goal)", cold / ast_parse, 2.0),
+        ("warm <= 1/50 of cold", warm / cold, 1 / 50),
+        ("one small file <= 0.3 s", small, 0.3),
+        ("one small file <= 2 x flake8 --version", small / flake8, 2.0),
+        ("devlint's peak memory <= 500 MB", max(rows["devlint, cold (no cache)"][1], rows["devlint, warm (cache, nothing changed)"][1]), 500.0),
+    ]
+    torchfix = next((v[0] for k, v in rows.items() if k.startswith("TorchFix")), None)
+    if torchfix is not None:
+        targets.insert(0, ("cold <= 1/30 of TorchFix", cold / torchfix, 1 / 30))
+    for name, value, limit in targets:
+        print(f"{name:<44} {value:>9.3f}  {'met' if value <= limit else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()
