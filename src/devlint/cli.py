@@ -115,7 +115,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     from devlint import output
-    from devlint.config import ConfigError, Selection, check_selectors, find_config, load_settings, split_codes
+    from devlint.config import ConfigError
     from devlint.runner import FileReport, add_noqa_to_file, check_data, check_files, discover
 
     cwd = Path.cwd()
@@ -123,19 +123,7 @@ def run_check(args: argparse.Namespace) -> int:
     from_stdin = paths == [Path("-")]
     stdin_path = Path(args.stdin_filename) if args.stdin_filename else Path("-")
     try:
-        if args.isolated:
-            config_file = None
-        elif args.config is not None:
-            config_file = args.config
-        else:
-            start = stdin_path if from_stdin else paths[0]
-            config_file = find_config(start if start.exists() else cwd) or find_config(cwd)
-        settings = load_settings(config_file, cwd)
-        settings.layers.append(Selection(
-            select=check_selectors(split_codes(args.select), "--select") if args.select else None,
-            extend_select=check_selectors(split_codes(args.extend_select), "--extend-select"),
-            ignore=check_selectors(split_codes(args.ignore), "--ignore"),
-        ))
+        settings = _settings(args, stdin_path if from_stdin else paths[0], cwd)
         settings.exclude += args.exclude
     except ConfigError as exc:
         print(f"devlint: error: {exc}", file=sys.stderr)
@@ -217,6 +205,27 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if findings or errors else EXIT_CLEAN
 
 
+def _settings(args: argparse.Namespace, start: Path, cwd: Path):
+    """`[tool.devlint]` from --config, or from the nearest pyproject.toml above `start` (then the
+    current directory), with the command line's rule selection on top. Raises ConfigError."""
+    from devlint.config import Selection, check_selectors, find_config, load_settings, split_codes
+
+    if args.isolated:
+        config_file = None
+    elif args.config is not None:
+        config_file = args.config
+    else:
+        config_file = find_config(start if start.exists() else cwd) or find_config(cwd)
+    settings = load_settings(config_file, cwd)
+    select = getattr(args, "select", None)
+    settings.layers.append(Selection(
+        select=check_selectors(split_codes(select), "--select") if select else None,
+        extend_select=check_selectors(split_codes(getattr(args, "extend_select", None)), "--extend-select"),
+        ignore=check_selectors(split_codes(getattr(args, "ignore", None)), "--ignore"),
+    ))
+    return settings
+
+
 def _progress_bar(stream):
     """A one-line bar on a terminal, cleared when the run is done."""
     state = {"shown": -1}
@@ -281,19 +290,14 @@ def _rule_record(rule) -> dict:
 
 def run_confirm(args: argparse.Namespace) -> int:
     from devlint import output
-    from devlint.config import ConfigError, Selection, check_selectors, find_config, load_settings, split_codes
+    from devlint.config import ConfigError
     from devlint.confirm import STATUSES, Options, confirm_findings
     from devlint.runner import FileReport, check_file, decode, discover
 
     cwd = Path.cwd()
     targets = [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in args.paths or ["."]]
     try:
-        config_file = None if args.isolated else (args.config or find_config(targets[0][0] if targets[0][0].exists() else cwd) or find_config(cwd))
-        settings = load_settings(config_file, cwd)
-        settings.layers.append(Selection(
-            select=check_selectors(split_codes(args.select), "--select") if args.select else None,
-            ignore=check_selectors(split_codes(args.ignore), "--ignore"),
-        ))
+        settings = _settings(args, targets[0][0], cwd)
         table = settings.confirm
         options = Options(
             device=args.device, mode=args.mode, input_dtype=args.input_dtype, checkpoint=args.checkpoint,
@@ -354,13 +358,13 @@ def run_confirm(args: argparse.Namespace) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     from devlint import output
-    from devlint.config import ConfigError, find_config, load_settings
+    from devlint.config import ConfigError
     from devlint.explain import explain, read_input
     from devlint.rules import BY_CODE
 
     cwd = Path.cwd()
     try:
-        settings = load_settings(None if args.isolated else (args.config or find_config(cwd)), cwd)
+        settings = _settings(args, cwd, cwd)
     except ConfigError as exc:
         print(f"devlint explain: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

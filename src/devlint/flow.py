@@ -31,18 +31,22 @@ class Fate:
 
 def is_dtype_only_move(call: cst.Call, facts: FileFacts) -> bool:
     """`.to(torch.float16)` / `.to(dtype=...)` converts but does not move."""
-    args = [a for a in call.args if not a.star]
-    if not args or any(a.star for a in call.args):
+    if not call.args or any(a.star for a in call.args):
         return False
-    for arg in args:
+    for arg in call.args:
         if arg.keyword is not None:
             if arg.keyword.value not in ("dtype", "non_blocking", "copy", "memory_format"):
                 return False
-        elif facts.resolve(arg.value) not in names.DTYPE_NAMES and not isinstance(arg.value, (cst.Name, cst.Attribute)) or (
-            facts.resolve(arg.value) not in names.DTYPE_NAMES and syntax.last_name(arg.value) not in ("dtype",)
-        ):
+        elif not _is_dtype(arg.value, facts):
             return False
     return True
+
+
+def _is_dtype(expr: cst.BaseExpression, facts: FileFacts) -> bool:
+    """`torch.float16`, or a `.dtype` attribute (`x.to(y.dtype)`)."""
+    if facts.resolve(expr) in names.DTYPE_NAMES:
+        return True
+    return isinstance(expr, (cst.Name, cst.Attribute)) and syntax.last_name(expr) == "dtype"
 
 
 def fate(
@@ -303,18 +307,15 @@ def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) ->
                 return True
             if qualified in names.TENSOR_SOURCES:  # `torch.arange(n)` ignores where n lives
                 return False
-            return any(is_derived(_element_values(a.value), derived, facts) or _any_derived(a.value, derived, facts) for a in expr.args)
+            return any(_holds_derived(a.value, derived, facts) for a in expr.args)
     return False
 
 
-def _element_values(node: cst.BaseExpression) -> cst.BaseExpression:
-    return node
-
-
-def _any_derived(node: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
+def _holds_derived(node: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
+    """A derived tensor, or a list or tuple holding one (`torch.cat([x, y])`)."""
     if isinstance(node, (cst.List, cst.Tuple)):
         return any(is_derived(e.value, derived, facts) for e in node.elements)
-    return False
+    return is_derived(node, derived, facts)
 
 
 # --- tensor-valued expressions (for attributes) ----------------------------------------------
@@ -377,7 +378,7 @@ class TensorValues:
         env: dict[str, bool] = {}
         results = []
         for node in syntax.walk_expressions(func.body):
-            if isinstance(node, (cst.Yield, cst.Lambda)) and isinstance(node, cst.Yield):
+            if isinstance(node, cst.Yield):  # a generator returns no tensor
                 results.append(False)
             elif isinstance(node, cst.Assign):
                 value = self.is_tensor(node.value, env, self_name, methods)
