@@ -16,6 +16,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint import guards, syntax
 from devlint.facts import ClassInfo, FileFacts
+from devlint.positions import statement_positions
 
 # A file that holds none of these words cannot hold a finding and is never parsed.
 PREFILTER = re.compile(r"cuda|torch|map_location")
@@ -132,7 +133,7 @@ class Context:
         self._test_kinds: dict[cst.CSTNode, Optional[str]] = {}
         self._decorator_guard: dict[cst.CSTNode, bool] = {}
         self._device_contexts = 0
-        self.findings: list[tuple[str, str, str, cst.CSTNode, Optional[NodeFix]]] = []
+        self.findings: list[tuple[str, str, str, cst.CSTNode, Optional[NodeFix], cst.CSTNode]] = []
         self.module_data: dict = {}  # what rules keep about module-level code, like FunctionFrame.data
         self._module_device_bound = False
 
@@ -145,7 +146,8 @@ class Context:
         return self.classes[-1] if self.classes else None
 
     def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
-        self.findings.append((code, name, message, node, fix))
+        statement = self.ancestors[1] if len(self.ancestors) > 1 else node  # the module-level statement
+        self.findings.append((code, name, message, node, fix, statement))
 
     # --- names in scope -----------------------------------------------------------------
     def device_in_scope(self) -> bool:
@@ -228,7 +230,10 @@ class Rule:
         self.ctx.report(self.code, self.name, node, message, fix)
 
 
-class _Traversal(cst.CSTVisitor):
+class _Traversal:
+    """Calls the rules' handlers over the tree, in source order. libcst's own `visit` rebuilds
+    every node it passes and visits whitespace; this walk does neither."""
+
     def __init__(self, ctx: Context, rules: Sequence[Rule]) -> None:
         self.ctx = ctx
         self.visitors: dict[str, list[Callable]] = {}
@@ -240,7 +245,18 @@ class _Traversal(cst.CSTVisitor):
                 elif attr.startswith("leave_"):
                     self.leavers.setdefault(attr[6:], []).append(getattr(rule, attr))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def run(self, root: cst.CSTNode) -> None:
+        stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+        while stack:  # not recursive: nesting as deep as the parser takes is fine
+            node, leaving = stack.pop()
+            if leaving:
+                self.on_leave(node)
+            else:
+                self.on_visit(node)
+                stack.append((node, True))
+                stack.extend((child, False) for child in reversed(syntax.children(node)))
+
+    def on_visit(self, node: cst.CSTNode) -> None:
         ctx = self.ctx
         ctx.ancestors.append(node)
         kind = type(node).__name__
@@ -264,7 +280,6 @@ class _Traversal(cst.CSTVisitor):
             ctx.note_device_binding()
         for handler in self.visitors.get(kind, ()):
             handler(node)
-        return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         ctx = self.ctx
@@ -320,16 +335,28 @@ def could_hold_finding(source: str) -> bool:
     return PREFILTER.search(source) is not None
 
 
-def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]]) -> list[Finding]:
+def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]], source: Optional[str] = None) -> list[Finding]:
+    """Findings in a parsed module. With the `source` it was parsed from, positions cost a
+    fraction of libcst's (see `positions.py`)."""
     ctx = Context(FileFacts(module))
     rules = [cls(ctx) for cls in rule_classes]
     if rules:
-        module.visit(_Traversal(ctx, rules))
+        _Traversal(ctx, rules).run(module)
     if not ctx.findings:
         return []
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    statements = list({id(f[5]): f[5] for f in ctx.findings}.values())
+    positions = statement_positions(module, source, statements) if source is not None else None
+    if positions:
+        try:
+            return _findings(module, ctx.findings, positions)
+        except KeyError:  # a fix reaching outside its finding's statement
+            pass
+    return _findings(module, ctx.findings, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+
+
+def _findings(module: cst.Module, reported, positions) -> list[Finding]:
     findings = {}
-    for code, name, message, node, node_fix in ctx.findings:
+    for code, name, message, node, node_fix, _ in reported:
         where = positions[node]
         fix = None
         if node_fix is not None and _keeps_comments(node_fix):
@@ -350,7 +377,13 @@ def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]]) -> list
 def _keeps_comments(node_fix: NodeFix) -> bool:
     """A fix whose replacement would lose a comment of the code it replaces is not offered."""
     def comments(node):
-        return Counter(n.value for n in syntax.walk(node) if isinstance(n, cst.Comment))
+        found, stack = Counter(), [node]
+        while stack:  # libcst's own children: comments live in the layout syntax.walk skips
+            current = stack.pop()
+            if isinstance(current, cst.Comment):
+                found[current.value] += 1
+            stack.extend(current.children)
+        return found
 
     return not comments(node_fix.target) - comments(node_fix.replacement)
 
@@ -361,4 +394,4 @@ def check_source(source: str, rule_classes: Optional[Iterable[type[Rule]]] = Non
 
     if not could_hold_finding(source):
         return []
-    return check_module(parse(source), ALL_RULES if rule_classes is None else rule_classes)
+    return check_module(parse(source), ALL_RULES if rule_classes is None else rule_classes, source)

@@ -188,7 +188,7 @@ def function_info(node: cst.FunctionDef) -> FunctionInfo:
 
 
 def _suites(stmt: cst.CSTNode):
-    for child in stmt.children:
+    for child in syntax.children(stmt):
         if isinstance(child, cst.IndentedBlock):
             yield child.body
         elif isinstance(child, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in (

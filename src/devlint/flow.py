@@ -183,7 +183,7 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
 
 def _evaluation_order(node: cst.CSTNode) -> list[cst.CSTNode]:
     """A node's children, an assignment's value before its targets."""
-    children = list(node.children)
+    children = syntax.children(node)
     if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
         children.remove(node.value)
         children.insert(0, node.value)

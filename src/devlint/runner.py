@@ -67,7 +67,7 @@ def checker(settings: Settings, path: Path, line_noqa: bool = True) -> fixer.Che
         if not rules or not engine.could_hold_finding(source):
             return None, []
         module = engine.parse(source)
-        findings = engine.check_module(module, rules)
+        findings = engine.check_module(module, rules, source)
         return module, noqa.unsuppressed(findings, source, line_noqa) if findings else []
 
     return check

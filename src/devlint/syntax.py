@@ -106,13 +106,71 @@ def decorator_names(defn: cst.FunctionDef | cst.ClassDef) -> list[Optional[str]]
     return out
 
 
+# Fields that hold only whitespace, comments and punctuation: no rule looks below them.
+_LAYOUT_FIELDS = frozenset({
+    "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "semicolon", "colon",
+    "first_colon", "second_colon", "equal", "dot", "relative", "operator", "asynchronous", "leading_lines", "lines_after_decorators",
+    "header", "footer", "newline",
+})
+_VISITED_FIELD = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
+_child_fields: dict[type, Optional[tuple[str, ...]]] = {}
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of `node` that hold code, in source order: `node.children` without the
+    whitespace, comments and punctuation, and without the cost (libcst builds its list by
+    visiting, which rebuilds the node)."""
+    kind = type(node)
+    try:
+        fields = _child_fields[kind]
+    except KeyError:
+        fields = _child_fields[kind] = _code_fields(kind)
+    if fields is None:
+        return [c for c in node.children if not _is_layout(c)]
+    out = []
+    for name in fields:
+        value = getattr(node, name)
+        if value is None or value is cst.MaybeSentinel.DEFAULT:
+            continue
+        if type(value) in (tuple, list):
+            out.extend(value)
+        else:
+            out.append(value)
+    return out
+
+
+def _code_fields(kind: type) -> Optional[tuple[str, ...]]:
+    """The fields libcst visits for this node type, in its (source) order, read from the
+    node's own `_visit_and_replace_children`; None when its source cannot be read."""
+    import inspect
+
+    try:
+        source = inspect.getsource(kind._visit_and_replace_children)
+    except (OSError, TypeError):
+        return None
+    names = dict.fromkeys(_VISITED_FIELD.findall(source))  # a field may be named twice, in branches
+    return tuple(name for name in names if name not in _LAYOUT_FIELDS and "whitespace" not in name)
+
+
+_LAYOUT_NODES = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment,
+    cst.Comma, cst.Dot, cst.Semicolon, cst.Colon, cst.AssignEqual, cst.LeftParen, cst.RightParen,
+    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
+    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.Asynchronous,
+)
+
+
+def _is_layout(node: cst.CSTNode) -> bool:
+    return isinstance(node, _LAYOUT_NODES)
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node below `node` (itself included), in source order."""
+    """Every node below `node` that holds code (itself included), in source order."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
 
 
 def walk_expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -123,7 +181,7 @@ def walk_expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
 
 
 def block_statements(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
