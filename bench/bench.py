@@ -2,7 +2,9 @@
 
 Every figure is a whole process run side by side on the same files with the same job count
 (this machine may be noisy: compare the ratios, which share its mood). Peak memory is the
-largest resident set of the process and its children (os.wait4).
+largest resident set of the process and its children (os.wait4). Python may write its
+bytecode caches, as on any installation (PYTHONDONTWRITEBYTECODE is dropped), and the cold
+and warm runs must report the same findings.
 
     python bench/bench.py --corpus DIR [--quick] [--jobs N] [--torchfix PATH] [--runs 3]
 
@@ -32,16 +34,21 @@ for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.py")):
 """
 
 
-def run(command: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak MB, exit status) of one whole process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def median_run(command: list[str], runs: int, cwd: Path | None = None) -> tuple[float, float]:
-    results = [run(command, cwd) for _ in range(runs)]
+def run(command: list[str], cwd: Path | None = None, output: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak MB, exit status) of one whole process; its stdout goes to `output`."""
+    with open(output or os.devnull, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+    return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def median_run(command: list[str], runs: int, cwd: Path | None = None, output: Path | None = None) -> tuple[float, float]:
+    results = [run(command, cwd, output) for _ in range(runs)]
     return statistics.median(r[0] for r in results), max(r[1] for r in results)
 
 
@@ -51,7 +58,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the timm package only")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--torchfix", default=shutil.which("torchfix"))
-    parser.add_argument("--runs", type=int, default=3, help="runs of each fast command (the median is shown)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each command but TorchFix (the median is shown)")
     args = parser.parse_args()
     corpus = args.corpus
     if args.quick:
@@ -62,17 +69,20 @@ def main() -> None:
     rows: dict[str, tuple[float, float]] = {}
 
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "cache"
-        rows["devlint, cold (no cache)"] = median_run([*devlint, "--no-cache", str(corpus)], 1)
+        cache, cold_out, warm_out = Path(tmp) / "cache", Path(tmp) / "cold.json", Path(tmp) / "warm.json"
+        run([py, "-m", "devlint", "--version"])  # bytecode caches written, as after any install
+        rows["devlint, cold (no cache)"] = median_run([*devlint, "--no-cache", str(corpus)], args.runs, output=cold_out)
         run([*devlint, "--cache-dir", str(cache), str(corpus)])  # fill the cache
-        rows["devlint, warm (cache, nothing changed)"] = median_run([*devlint, "--cache-dir", str(cache), str(corpus)], args.runs)
+        rows["devlint, warm (cache, nothing changed)"] = median_run(
+            [*devlint, "--cache-dir", str(cache), str(corpus)], args.runs, output=warm_out)
+        same_findings = cold_out.read_bytes() == warm_out.read_bytes()
         small = Path(tmp) / "small.py"
         small.write_text("import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n")
         rows["devlint, one small file"] = median_run([py, "-m", "devlint", "--isolated", "--no-cache", str(small)], args.runs)
         rows["flake8 --version"] = median_run([py, "-m", "flake8", "--version"], args.runs)
         rows["serial libcst.parse_module (parse floor)"] = median_run(
-            [py, "-c", PARSE.format(module="libcst", call="libcst.parse_module"), str(corpus)], 1)
-        rows["serial ast.parse"] = median_run([py, "-c", PARSE.format(module="ast", call="ast.parse"), str(corpus)], 1)
+            [py, "-c", PARSE.format(module="libcst", call="libcst.parse_module"), str(corpus)], args.runs)
+        rows["serial ast.parse"] = median_run([py, "-c", PARSE.format(module="ast", call="ast.parse"), str(corpus)], args.runs)
         if args.torchfix:
             rows[f"TorchFix --select ALL -j {args.jobs}"] = median_run(
                 [args.torchfix, "--select", "ALL", "-j", str(args.jobs), str(corpus)], 1, cwd=Path(tmp))
@@ -101,6 +111,7 @@ def main() -> None:
         targets.insert(0, ("cold <= 1/30 of TorchFix", cold / torchfix, 1 / 30))
     for name, value, limit in targets:
         print(f"{name:<44} {value:>9.3f}  {'met' if value <= limit else 'NOT MET'}")
+    print(f"{'cold and warm findings identical':<44} {'yes' if same_findings else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from devlint.rules import ALL_RULES
+from devlint.rules import NAMES
 
 # Always skipped while walking directories: VCS data, virtual environments, caches, build output.
 DEFAULT_EXCLUDE = (
@@ -52,37 +55,57 @@ class Settings:
             if layer.select is not None:
                 enabled = set()
             selecting = (layer.select or []) + layer.extend_select
-            for rule in ALL_RULES:
-                chosen = _most_specific(rule.code, selecting)
-                dropped = _most_specific(rule.code, layer.ignore)
+            for code in NAMES:
+                chosen = _most_specific(code, selecting)
+                dropped = _most_specific(code, layer.ignore)
                 if dropped is not None and (chosen is None or len(dropped) >= len(chosen)):
-                    enabled.discard(rule.code)
+                    enabled.discard(code)
                 elif chosen is not None:
-                    enabled.add(rule.code)
+                    enabled.add(code)
         return enabled
 
     def rules(self):
+        from devlint.rules import ALL_RULES
+
         codes = self.enabled_codes()
         return [rule for rule in ALL_RULES if rule.code in codes]
 
     def relative(self, path: Path) -> Optional[str]:
-        try:
-            return path.resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return None
+        """The path from the project root, as written (`abspath`: no file system calls), or
+        else through symlinks (`resolve`), or None for a file outside the project."""
+        for candidate, root in ((os.path.abspath(path), self._roots[0]), (None, self._roots[1])):
+            candidate = candidate if candidate is not None else str(path.resolve())
+            if candidate == root:
+                return "."
+            if candidate.startswith(root.rstrip(os.sep) + os.sep):
+                return Path(candidate[len(root.rstrip(os.sep)) + 1:]).as_posix()
+        return None
+
+    @functools.cached_property
+    def _roots(self) -> tuple[str, str]:
+        return os.path.abspath(self.root), str(self.root.resolve())
 
     def is_excluded(self, path: Path) -> bool:
+        by_name, by_path = self._exclude_patterns
+        if by_name.match(path.name):
+            return True
+        if by_path is None:
+            return False
         rel = self.relative(path)
-        patterns = (*DEFAULT_EXCLUDE, *self.exclude)
-        for pattern in patterns:
-            pattern = pattern.rstrip("/")
-            if fnmatch.fnmatchcase(path.name, pattern):
-                return True
-            if rel is not None and "/" in pattern and fnmatch.fnmatchcase(rel, pattern.lstrip("./")):
-                return True
-        return False
+        return rel is not None and by_path.match(rel) is not None
+
+    @functools.cached_property
+    def _exclude_patterns(self):
+        """One regex for the patterns matched against a name, one for those with a `/`,
+        matched against the path from the project root (None when there are none)."""
+        patterns = [p.rstrip("/") for p in (*DEFAULT_EXCLUDE, *self.exclude)]
+        by_name = re.compile("|".join(fnmatch.translate(p) for p in patterns))
+        paths = [fnmatch.translate(p.lstrip("./")) for p in patterns if "/" in p]
+        return by_name, re.compile("|".join(paths)) if paths else None
 
     def ignored_codes_for(self, path: Path) -> list[str]:
+        if not self.per_file_ignores:
+            return []
         rel = self.relative(path) or path.as_posix()
         out: list[str] = []
         for pattern, codes in self.per_file_ignores.items():
@@ -102,7 +125,7 @@ def check_selectors(selectors: Iterable[str], where: str) -> list[str]:
         selector = selector.strip().upper()
         if not selector:
             continue
-        if selector != "ALL" and not any(rule.code.startswith(selector) for rule in ALL_RULES):
+        if selector != "ALL" and not any(code.startswith(selector) for code in NAMES):
             raise ConfigError(f"{where}: unknown rule selector `{selector}`")
         out.append("DEV" if selector == "ALL" else selector)
     return out

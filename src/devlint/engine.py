@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
@@ -16,13 +16,11 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint import guards, syntax
 from devlint.facts import ClassInfo, FileFacts
+from devlint.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError  # noqa: F401 (re-exported)
 from devlint.positions import statement_positions
 
 # A file that holds none of these words cannot hold a finding and is never parsed.
 PREFILTER = re.compile(r"cuda|torch|map_location")
-
-
-SAFE, UNSAFE = "safe", "unsafe"
 
 
 @dataclass(frozen=True)
@@ -33,50 +31,6 @@ class NodeFix:
     message: str
     target: cst.CSTNode
     replacement: cst.CSTNode
-
-
-@dataclass(frozen=True)
-class Edit:
-    content: str
-    row: int
-    column: int
-    end_row: int
-    end_column: int
-
-
-@dataclass(frozen=True)
-class Fix:
-    applicability: str
-    message: str
-    edits: tuple[Edit, ...]
-
-    def applies(self, unsafe: bool) -> bool:
-        return self.applicability == SAFE or unsafe
-
-
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    name: str
-    message: str
-    row: int  # 1-based
-    column: int  # 1-based
-    end_row: int
-    end_column: int
-    fix: Optional[Fix] = None
-    node_fix: Optional[NodeFix] = field(default=None, compare=False, repr=False)  # for the fixer
-
-    @property
-    def sort_key(self):
-        return (self.row, self.column, self.code)
-
-
-class ParseError(Exception):
-    """The source is not valid Python (for libcst)."""
-
-    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
-        super().__init__(message)
-        self.message, self.row, self.column = message, row, column
 
 
 class ClassFrame:

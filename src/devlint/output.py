@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from devlint.rules import BY_CODE
+from devlint.rules import NAMES
 from devlint.runner import FileReport
 
 DOCS_URL = "https://github.com/devlint/devlint/blob/main/rules/{code}.md"
@@ -71,7 +71,7 @@ def _write_statistics(reports: Sequence[FileReport], out: TextIO) -> None:
     counts = Counter(f.code for r in reports for f in r.findings)
     width = len(str(max(counts.values()))) if counts else 1
     for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        print(f"{n:>{width}}\t{code}\t{BY_CODE[code].name}", file=out)
+        print(f"{n:>{width}}\t{code}\t{NAMES[code]}", file=out)
 
 
 def records(reports: Sequence[FileReport]) -> list[dict]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import gc
 import hashlib
 import io
 import json
@@ -13,7 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from devlint import engine, fixer, noqa
+from devlint import noqa
+from devlint.findings import Edit, Finding, Fix, ParseError
 from devlint.config import Settings, _most_specific
 
 
@@ -21,14 +23,14 @@ from devlint.config import Settings, _most_specific
 class FileReport:
     path: Path
     display: str  # the path as the user should see it
-    findings: list[engine.Finding] = field(default_factory=list)  # what remains
+    findings: list[Finding] = field(default_factory=list)  # what remains
     error: Optional[str] = None  # why the file could not be checked (or fixed)
     error_row: int = 1
     error_column: int = 1
-    fixed: list[engine.Finding] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
     diff: str = ""
     new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
-    unfixed: list[engine.Finding] = field(default_factory=list)  # the findings before the fixes
+    unfixed: list[Finding] = field(default_factory=list)  # the findings before the fixes
     cache_key: Optional[str] = None  # set when the report came from the cache
 
 
@@ -54,7 +56,7 @@ def decode(data: bytes) -> tuple[str, str]:
         raise SourceError(f"unknown encoding: {encoding}") from None
 
 
-def checker(settings: Settings, path: Path, line_noqa: bool = True) -> fixer.Check:
+def checker(settings: Settings, path: Path, line_noqa: bool = True) -> "fixer.Check":
     """What a run reports for a text of `path`: selected rules, minus noqa and per-file ignores.
     Returns the parsed module with the findings (None when the text was not worth parsing).
     line_noqa=False leaves `# noqa` comments to the caller (flake8 owns them)."""
@@ -62,6 +64,8 @@ def checker(settings: Settings, path: Path, line_noqa: bool = True) -> fixer.Che
     ignored = settings.ignored_codes_for(path)
     if ignored:
         rules = [r for r in rules if _most_specific(r.code, ignored) is None]
+
+    from devlint import engine  # imports libcst: not on the path of a run the cache answers
 
     def check(source: str):
         if not rules or not engine.could_hold_finding(source):
@@ -73,7 +77,7 @@ def checker(settings: Settings, path: Path, line_noqa: bool = True) -> fixer.Che
     return check
 
 
-def check_text(source: str, settings: Settings, path: Path) -> list[engine.Finding]:
+def check_text(source: str, settings: Settings, path: Path) -> list[Finding]:
     return checker(settings, path)(source)[1]
 
 
@@ -104,11 +108,13 @@ def check_data(
         if fix is None:
             report.findings = check(source)[1]
             return report
+        from devlint import fixer
+
         result = fixer.fix_text(source, check, unsafe=fix.startswith("unsafe"))
     except SourceError as exc:
         report.error = str(exc)
         return report
-    except engine.ParseError as exc:
+    except ParseError as exc:
         report.error, report.error_row, report.error_column = f"cannot parse: {exc.message}", exc.row, exc.column
         return report
     report.findings = result.remaining
@@ -140,7 +146,7 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
         findings = checker(settings, path)(source)[1]
     except OSError as exc:
         return 0, f"cannot read: {exc.strerror or exc}"
-    except (SourceError, engine.ParseError) as exc:
+    except (SourceError, ParseError) as exc:
         return 0, getattr(exc, "message", str(exc))
     new_source, changed = noqa.add_noqa(source, findings)
     if not changed:
@@ -243,14 +249,17 @@ def check_files(
     if progress is not None:
         progress(done, len(items))
     work = [(items[i][0], items[i][1], settings, fix) for i in todo]
+    gc.freeze()  # what is alive now lives to the end: keep it out of every collection
     if jobs > 1 and len(work) > 8:
         import concurrent.futures
         import multiprocessing
 
+        # Largest files first, one at a time: no worker is left with a long tail.
+        order = sorted(range(len(work)), key=lambda k: -_size(work[k][0]))
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            results = pool.map(_check_portable, work, chunksize=max(1, len(work) // (jobs * 8)))
-            for i, report in zip(todo, results):
-                reports[i] = report
+            results = pool.map(_check_portable, [work[k] for k in order])
+            for k, report in zip(order, results):
+                reports[todo[k]] = report
                 done += 1
                 if progress is not None:
                     progress(done, len(items))
@@ -266,10 +275,24 @@ def check_files(
     return reports
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _check_portable(job) -> FileReport:
     """check_file, with the libcst nodes dropped so the report can cross processes."""
     path, display, settings, fix = job
-    report = check_file(path, settings, display, fix)
+    # A parse allocates a million objects: automatic collections would scan them again and
+    # again; one collection after the file costs less.
+    gc.disable()
+    try:
+        report = check_file(path, settings, display, fix)
+    finally:
+        gc.enable()
+    gc.collect()
     report.findings = [replace(f, node_fix=None) for f in report.findings]
     report.fixed = [replace(f, node_fix=None) for f in report.fixed]
     report.unfixed = []
@@ -326,14 +349,14 @@ class FindingCache:
             pass  # a cache that cannot be written only costs time
 
 
-def _finding_to(f: engine.Finding) -> dict:
+def _finding_to(f: Finding) -> dict:
     data = asdict(replace(f, node_fix=None))
     data.pop("node_fix", None)
     return data
 
 
-def _finding_from(data: dict) -> engine.Finding:
+def _finding_from(data: dict) -> Finding:
     fix = data.pop("fix")
     if fix is not None:
-        fix = engine.Fix(fix["applicability"], fix["message"], tuple(engine.Edit(**e) for e in fix["edits"]))
-    return engine.Finding(**data, fix=fix)
+        fix = Fix(fix["applicability"], fix["message"], tuple(Edit(**e) for e in fix["edits"]))
+    return Finding(**data, fix=fix)

@@ -1,0 +1,70 @@
+"""The engine's shortcuts agree with the libcst machinery they replace."""
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from devlint import engine, syntax
+from devlint.positions import statement_positions
+from devlint.rules import ALL_RULES, NAMES
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").rglob("*.py"))
+
+EDGE_CASES = {
+    "comments first": "# a comment\n\n# another\nimport torch\nx = torch.zeros(1).cuda()\n",
+    "decorators": "import torch\n\n\n# lead\n@decorator(\n    1,\n)\n\n@other\ndef f():\n    return torch.load('p')\n",
+    "semicolons": "import torch; a = 1; b = torch.load('p')\nc = 2; d = 'cuda'\n",
+    "crlf": "import torch\r\n\r\nx = torch.load('p')\r\ny = 'cuda'\r\n",
+    "form feed": "import torch\n\x0c\ndef f():\n    return torch.load('p')\n",
+    "continuation": "import torch\nx = 1 + \\\n    2\ny = torch.load(\n    'p'\n)\n",
+    "no newline at end": "import torch\nx = torch.load('p')",
+    "class": "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    '''doc'''\n\n    def __init__(self):\n        super().__init__()\n        self.t = torch.zeros(3)\n\n    def forward(self, x):\n        return x + torch.ones(3)\n",
+}
+
+
+def _sources():
+    for path in FIXTURES + EXAMPLES:
+        yield path.name, path.read_text()
+    yield from EDGE_CASES.items()
+
+
+@pytest.mark.parametrize("name,source", list(_sources()), ids=[n for n, _ in _sources()])
+def test_children_are_libcsts_without_the_layout(name, source):
+    module = cst.parse_module(source)
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        expected = [c for c in node.children if not syntax._is_layout(c)]
+        assert [id(c) for c in syntax.children(node)] == [id(c) for c in expected], type(node).__name__
+        stack.extend(expected)
+
+
+@pytest.mark.parametrize("name,source", list(_sources()), ids=[n for n, _ in _sources()])
+def test_positions_match_libcsts_position_provider(name, source):
+    module = cst.parse_module(source)
+    fast = statement_positions(module, source, list(module.body))
+    slow = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert fast is not None
+    stack = list(module.body)  # every node of every statement (the module's header and footer hold no code)
+    while stack:
+        node = stack.pop()
+        assert fast[node] == slow[node], (type(node).__name__, module.code_for_node(node))
+        stack.extend(node.children)
+    # and a whole check reports the same either way
+    assert engine.check_module(module, ALL_RULES, source) == engine.check_module(module, ALL_RULES)
+
+
+def test_positions_fall_back_when_ast_cannot_read_the_source():
+    source = "import torch\ntype X = int\nx = torch.load('p')\n"  # 3.12 syntax: ast on 3.11 cannot read it
+    module = cst.parse_module(source)
+    try:
+        compile(source, "<s>", "exec")
+    except SyntaxError:
+        assert statement_positions(module, source, list(module.body)) is None
+    assert [(f.code, f.row) for f in engine.check_module(module, ALL_RULES, source)] == [("DEV002", 3)]
+
+
+def test_rule_names_without_loading_the_rules_match_the_rules():
+    assert NAMES == {rule.code: rule.name for rule in ALL_RULES}
