@@ -146,25 +146,26 @@ class FileFacts:
         for info in self.classes.values():
             by_name.setdefault(info.name, []).append(info)
         decided: dict[int, bool] = {}
-
-        def is_module(info: ClassInfo, seen: frozenset) -> bool:
-            if id(info) in decided:
-                return decided[id(info)]
-            result = "forward" in info.methods or any(
-                self._base_is_module(base, by_name, seen | {id(info)}, is_module) for base in info.base_names
-            )
-            decided[id(info)] = result
-            return result
-
         for info in self.classes.values():
-            info.is_module = is_module(info, frozenset())
+            info.is_module = self._is_module(info, frozenset(), by_name, decided)
 
-    def _base_is_module(self, base, by_name, seen, is_module) -> bool:
+    # Methods, not closures: a recursive closure is a reference cycle that would keep the
+    # whole tree alive until the garbage collector finds it.
+    def _is_module(self, info: ClassInfo, seen: frozenset, by_name, decided: dict[int, bool]) -> bool:
+        if id(info) in decided:
+            return decided[id(info)]
+        result = "forward" in info.methods or any(
+            self._base_is_module(base, by_name, seen | {id(info)}, decided) for base in info.base_names
+        )
+        decided[id(info)] = result
+        return result
+
+    def _base_is_module(self, base, by_name, seen, decided) -> bool:
         if base is None:
             return False
         local_classes = by_name.get(base)
         if local_classes:
-            return any(is_module(c, seen) for c in local_classes if id(c) not in seen)
+            return any(self._is_module(c, seen, by_name, decided) for c in local_classes if id(c) not in seen)
         qualified = self.resolve_dotted(base)
         if qualified is not None and (qualified.startswith("torch.nn.") or qualified == "torch.jit.ScriptModule"):
             return True

@@ -231,7 +231,7 @@ class PlacementEvents:
         return ctx.function.data if ctx.function is not None else ctx.module_data
 
     def _recording(self) -> bool:
-        return self.ctx.module_data.setdefault("placement-recorder", self) is self
+        return self.ctx.module_data.setdefault("placement-recorder", id(self)) == id(self)  # not self: no cycle
 
     def _record(self, kind: str, node: cst.CSTNode) -> None:
         if self._recording():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Iterator, Optional, Sequence
 
@@ -36,12 +37,22 @@ def last_name(node: cst.BaseExpression) -> Optional[str]:
 def string_value(node: cst.CSTNode) -> Optional[str]:
     """The value of a plain (non f-, non byte-) string literal."""
     if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        try:
-            value = ast.literal_eval(node.value)
-        except (ValueError, SyntaxError):
-            return None
-        return value if isinstance(value, str) else None
+        return _literal_string(node.value)
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_string(literal: str) -> Optional[str]:
+    body = literal.lstrip("rRuU")
+    quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
+    if "\\" not in body or len(body) < len(literal) and "u" not in literal[:len(literal) - len(body)].lower():
+        return body[len(quote):-len(quote)]  # no escapes (or raw): the text between the quotes
+    # ast.literal_eval builds recursive closures on every call: a garbage cycle each time.
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def is_cuda_literal(node: cst.CSTNode) -> bool:
