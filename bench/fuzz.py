@@ -3,9 +3,9 @@
     python bench/fuzz.py --cases 10000 [--corpus DIR] [--seed 0] [--jobs N]
 
 Cases come from two sources, half each:
-- hypothesmith: Python programs generated from the grammar (`from_node`, valid code whose
-  text libcst can print), with `import torch` and a few device lines spliced in so the
-  prefilter lets them through to the rules;
+- hypothesmith: Python programs generated from the grammar (`from_grammar`: code that
+  CPython compiles), with `import torch` and a few device lines spliced in so the prefilter
+  lets them through to the rules;
 - mutated real files from the corpus (`DIR`, the unpacked output of the corpus fetch script;
   without it, the files in `examples/` and `tests/fixtures/`): lines deleted, duplicated,
   indented, dedented, swapped, or the file truncated, one to three times.
@@ -73,15 +73,25 @@ def mutate(source: str, rng: random.Random) -> str:
 
 def spliced(program: str, rng: random.Random) -> str:
     """A generated program with torch imported and device lines between its statements."""
+    if program and not program.endswith(("\n", "\r")):
+        program += "\n"
     lines = program.splitlines(keepends=True)
-    top_level = [i for i, line in enumerate(lines) if line and not line[0].isspace()] + [len(lines)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            starts = [node.lineno - 1 for node in ast.parse(program).body]
+    except (SyntaxError, ValueError):
+        starts = []
+    top_level = [i for i in starts if i < len(lines) and not lines[i][:1].isspace()] + [len(lines)]
     for i in sorted(rng.sample(top_level, min(len(top_level), rng.randint(1, 3))), reverse=True):
         lines.insert(i, rng.choice(DEVICE_LINES) + "\n")
     return "import torch\n" + "".join(lines)
 
 
-def check_case(source: str) -> str | None:
-    """None when the case passes, else `crash`, `unparsable` or `non-idempotent` and why."""
+def check_case(source: str) -> tuple[str | None, int, bool]:
+    """(problem, findings, fixed): problem is None when the case passes, else `crash`,
+    `unparsable` or `non-idempotent` and why; then how many findings the case had and
+    whether a fix changed it."""
     from devlint import engine, fixer
     from devlint.rules import ALL_RULES
 
@@ -89,27 +99,28 @@ def check_case(source: str) -> str | None:
         module = engine.parse(text)
         return module, engine.check_module(module, ALL_RULES, text)
 
+    found = 0
     try:
         try:
-            check(source)
+            found = len(check(source)[1])
         except engine.ParseError:
-            return None  # reported to the user as `cannot parse`: not a crash
+            return None, 0, False  # reported to the user as `cannot parse`: not a crash
         first = fixer.fix_text(source, check, unsafe=True)
         if first.text == source:
-            return None
+            return None, found, False
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ast.parse(first.text)
             engine.parse(first.text)
         except (SyntaxError, ValueError, engine.ParseError) as exc:
-            return f"unparsable: {exc}"
+            return f"unparsable: {exc}", found, True
         second = fixer.fix_text(first.text, check, unsafe=True)
         if second.text != first.text:
-            return "non-idempotent"
+            return "non-idempotent", found, True
     except Exception:  # noqa: BLE001 - this is what we count
-        return "crash: " + traceback.format_exc(limit=-3)
-    return None
+        return "crash: " + traceback.format_exc(limit=-3), found, False
+    return None, found, True
 
 
 def generated_programs(count: int, seed: int) -> list[str]:
@@ -119,10 +130,11 @@ def generated_programs(count: int, seed: int) -> list[str]:
     from hypothesis import HealthCheck, given, settings
 
     programs: list[str] = []
+    warnings.simplefilter("ignore", SyntaxWarning)  # hypothesmith compiles what it generates
 
     @settings(max_examples=count, database=None, derandomize=False, deadline=None,
               suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate])
-    @given(hypothesmith.from_node())
+    @given(hypothesmith.from_grammar())
     def collect(program):
         programs.append(program)
 
@@ -153,7 +165,7 @@ def make_cases(count: int, corpus: Path | None, seed: int) -> list[tuple[str, st
     return cases
 
 
-def _run(case: tuple[str, str]) -> tuple[str, str, str | None]:
+def _run(case: tuple[str, str]) -> tuple[str, str, tuple[str | None, int, bool]]:
     kind, source = case
     return kind, source, check_case(source)
 
@@ -171,21 +183,27 @@ def main(argv=None) -> int:
     made = time.perf_counter() - start
     counts = {"crash": 0, "unparsable": 0, "non-idempotent": 0}
     kinds: dict[str, int] = {}
-    parsed = 0
+    parsed = with_findings = findings = fixed = 0
     failures = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        for kind, source, problem in pool.map(_run, cases, chunksize=16):
+        for kind, source, (problem, found, changed) in pool.map(_run, cases, chunksize=16):
             kinds[kind] = kinds.get(kind, 0) + 1
+            with_findings += found > 0
+            findings += found
+            fixed += changed
             if problem is not None:
                 counts[problem.split(":")[0]] += 1
                 failures.append((kind, source, problem))
     for kind, source in cases:
         try:
-            compile(source, "<case>", "exec", flags=ast.PyCF_ONLY_AST)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(source, "<case>", "exec", flags=ast.PyCF_ONLY_AST)
             parsed += 1
         except (SyntaxError, ValueError):
             pass
-    print(f"{len(cases)} cases ({', '.join(f'{n} {k}' for k, n in kinds.items())}; {parsed} valid Python), "
+    print(f"{len(cases)} cases ({', '.join(f'{n} {k}' for k, n in kinds.items())}; {parsed} valid Python; "
+          f"{with_findings} with findings, {findings} findings; {fixed} changed by fixes), "
           f"made in {made:.0f} s, checked in {time.perf_counter() - start - made:.0f} s, seed {args.seed}")
     for name, n in counts.items():
         print(f"{name + ':':<16} {n}")

@@ -389,16 +389,16 @@ def test_file_that_cannot_hold_a_finding_is_not_parsed(tmp_path):
     assert (r.returncode, r.stdout, r.stderr) == (0, "All checks passed!\n", "")
 
 
-@pytest.mark.parametrize("data", [
-    pytest.param(b"import torch\n\nx = '\xff'\n", id="byte-on-line-3"),
-    pytest.param(b"x = '\xff'\nimport torch\n", id="byte-on-line-1"),
+@pytest.mark.parametrize("data,where", [
+    pytest.param(b"import torch\n\nx = '\xff'\n", "3:6", id="byte-on-line-3"),
+    pytest.param(b"x = '\xff'\nimport torch\n", "1:6", id="byte-on-line-1"),
 ])
-def test_invalid_utf8_reported_next_to_findings(tmp_path, data):
+def test_invalid_utf8_reported_next_to_findings(tmp_path, data, where):
     write(tmp_path, {"bad.py": data, "good.py": ONE_DEV001})
     r = run("bad.py", "good.py", cwd=tmp_path)
     assert r.returncode == 1
     assert findings(r.stdout) == [("good.py", 2, 11, "DEV001")]
-    assert r.stderr.startswith("bad.py:1:1: error: ")
+    assert r.stderr.startswith(f"bad.py:{where}: error: ")
     assert "not valid UTF-8" in r.stderr
     assert r.stdout.endswith("Found 1 finding.\n1 file could not be checked.\n")
 

@@ -6,7 +6,9 @@ the code is under a CUDA guard, and which methods run at forward time.
 """
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
@@ -277,12 +279,31 @@ class _Traversal:
 
 
 def parse(source: str) -> cst.Module:
+    """The libcst module of `source`. Raises ParseError, with Python's own message and position
+    when Python rejects the code too (they say more than libcst's list of expected tokens)."""
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        raise ParseError(exc.message.strip() or "invalid syntax", exc.raw_line, exc.raw_column + 1) from None
-    except (SyntaxError, ValueError, RecursionError) as exc:  # libcst surfaces a few errors this way
-        raise ParseError(str(exc).strip() or type(exc).__name__) from None
+        error = ParseError(exc.message.strip() or "invalid syntax", exc.raw_line, exc.raw_column + 1)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # libcst surfaces a few errors this way
+        error = ParseError(str(exc).strip() or type(exc).__name__)
+    raise _python_error(source) or error
+
+
+def _python_error(source: str) -> Optional[ParseError]:
+    nul = source.find("\0")
+    if nul >= 0:
+        line_start = source.rfind("\n", 0, nul) + 1
+        return ParseError("source code cannot contain null bytes", source.count("\n", 0, nul) + 1, nul - line_start + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return ParseError(exc.msg, exc.lineno or 1, max(exc.offset or 1, 1))
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None  # Python takes it: the message is libcst's
 
 
 def could_hold_finding(source: str) -> bool:

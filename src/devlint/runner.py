@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import errno
 import gc
 import hashlib
 import io
@@ -35,7 +36,9 @@ class FileReport:
 
 
 class SourceError(Exception):
-    pass
+    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.row, self.column = row, column
 
 
 def decode(data: bytes) -> tuple[str, str]:
@@ -51,7 +54,9 @@ def decode(data: bytes) -> tuple[str, str]:
         return data.decode(encoding), encoding
     except UnicodeDecodeError as exc:
         name = "UTF-8" if encoding.startswith("utf-8") else encoding
-        raise SourceError(f"not valid {name}: byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
+        row = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)  # in bytes, 1-based
+        raise SourceError(f"not valid {name}: byte 0x{data[exc.start]:02x} (offset {exc.start})", row, column) from None
     except LookupError:
         raise SourceError(f"unknown encoding: {encoding}") from None
 
@@ -87,7 +92,7 @@ def check_file(path: Path, settings: Settings, display: Optional[str] = None, fi
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return FileReport(path, display or str(path), error=f"cannot read: {exc.strerror or exc}")
+        return FileReport(path, display or str(path), error=f"cannot read: {_read_problem(path, exc)}")
     report = check_data(data, path, settings, display, fix)
     if report.new_data is not None and fix is not None and fix.endswith("write"):
         problem = write_atomically(path, report.new_data, data)
@@ -96,11 +101,66 @@ def check_file(path: Path, settings: Settings, display: Optional[str] = None, fi
     return report
 
 
+def _read_problem(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop"
+    if exc.errno == errno.ENOENT and path.is_symlink():
+        return f"broken symbolic link (to {os.readlink(path)})"
+    if exc.errno == errno.EISDIR:
+        return "is a directory"
+    return exc.strerror or str(exc)
+
+
 def check_data(
     data: bytes, path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None
 ) -> FileReport:
     """Check (and with `fix`, fix) the bytes of a file; writes nothing. The fixed bytes, if any,
     are in `report.new_data`."""
+    try:
+        try:
+            return _check_data(data, path, settings, display, fix)
+        except RecursionError:  # deeply nested code: libcst parses and prints recursively
+            return _on_a_deep_stack(_check_data, data, path, settings, display, fix)
+    except RecursionError:
+        return FileReport(path, display or str(path), error=f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+    except Exception as exc:  # noqa: BLE001 - a bug in devlint must not stop the run or cost the other files
+        message = f"internal error: {type(exc).__name__}: {exc}".rstrip(": ")
+        return FileReport(path, display or str(path), error=f"{message} (a devlint bug: please report it with this file)")
+
+
+DEEP_RECURSION_LIMIT = 20_000
+
+
+def _on_a_deep_stack(function, *args):
+    """function(*args) on a thread with a 512 MiB stack and a high recursion limit."""
+    import sys
+    import threading
+
+    outcome: list = []
+
+    def target():
+        try:
+            outcome.append((True, function(*args)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome.append((False, exc))
+
+    old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+    try:
+        threading.stack_size(512 * 1024 * 1024)
+        thread = threading.Thread(target=target)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str]) -> FileReport:
     report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
@@ -112,7 +172,7 @@ def check_data(
 
         result = fixer.fix_text(source, check, unsafe=fix.startswith("unsafe"))
     except SourceError as exc:
-        report.error = str(exc)
+        report.error, report.error_row, report.error_column = str(exc), exc.row, exc.column
         return report
     except ParseError as exc:
         report.error, report.error_row, report.error_column = f"cannot parse: {exc.message}", exc.row, exc.column
@@ -145,7 +205,7 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
         source, encoding = decode(data)
         findings = checker(settings, path)(source)[1]
     except OSError as exc:
-        return 0, f"cannot read: {exc.strerror or exc}"
+        return 0, f"cannot read: {_read_problem(path, exc)}"
     except (SourceError, ParseError) as exc:
         return 0, getattr(exc, "message", str(exc))
     new_source, changed = noqa.add_noqa(source, findings)

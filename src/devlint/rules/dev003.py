@@ -43,10 +43,12 @@ class FactoryWithoutDevice(Rule):
         verdicts = [(call, source, function.verdict(call, source, path)) for call, source, path in candidates]
 
         def decide(forward_time: bool) -> None:
-            param = function.first_used_param()
+            param = ...  # found on the first report: it walks the whole function
             for call, source, (if_forward_time, otherwise) in verdicts:
                 if not (if_forward_time if forward_time else otherwise):
                     continue
+                if param is ...:
+                    param = function.first_used_param()
                 fix = None
                 if param is not None and source in PLACEABLE:
                     replacement = edits.add_arg(call, edits.keyword_arg("device", edits.device_of(param)))
