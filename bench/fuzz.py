@@ -92,12 +92,10 @@ def check_case(source: str) -> tuple[str | None, int, bool]:
     """(problem, findings, fixed): problem is None when the case passes, else `crash`,
     `unparsable` or `non-idempotent` and why; then how many findings the case had and
     whether a fix changed it."""
-    from devlint import engine, fixer
-    from devlint.rules import ALL_RULES
+    from devlint import engine, fixer, runner
+    from devlint.config import Settings
 
-    def check(text):
-        module = engine.parse(text)
-        return module, engine.check_module(module, ALL_RULES, text)
+    check = runner.checker(Settings(root=ROOT), ROOT / "case.py")  # what a run checks: all rules, noqa
 
     found = 0
     try:

@@ -7,8 +7,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def devlint(*args, cwd, input=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "devlint", *args], cwd=cwd, capture_output=True, text=True, input=input)
+def devlint(*args, cwd, input=None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """`prefix`: a command to run devlint under (`setpriv ...`)."""
+    return subprocess.run([*prefix, sys.executable, "-m", "devlint", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, input=input)
 
 
 def git(cwd, *args) -> subprocess.CompletedProcess:

@@ -1,6 +1,5 @@
 """`devlint explain`: real tracebacks captured on this CPU-only machine, and the texts users paste."""
 import json
-import re
 from pathlib import Path
 
 import pytest

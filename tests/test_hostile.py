@@ -7,9 +7,9 @@ import io
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import helpers
 import pytest
 
 from devlint import output, runner
@@ -21,8 +21,7 @@ LOAD = 'torch.load("m.pt")'  # DEV002 wherever it stands
 
 
 def devlint(*args, cwd: Path, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    return subprocess.run([*prefix, sys.executable, "-m", "devlint", "--no-cache", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True)
+    return helpers.devlint("--no-cache", *args, cwd=cwd, prefix=prefix)
 
 
 def project(tmp_path: Path, files: dict[str, str | bytes]) -> Path:

@@ -1,7 +1,6 @@
 """Many files at once: worker processes and the cache change nothing in what is reported."""
 import json
 import shutil
-from pathlib import Path
 
 from helpers import ROOT, devlint
 

@@ -73,13 +73,9 @@ class Settings:
     def relative(self, path: Path) -> Optional[str]:
         """The path from the project root, as written (`abspath`: no file system calls), or
         else through symlinks (`resolve`), or None for a file outside the project."""
-        for candidate, root in ((os.path.abspath(path), self._roots[0]), (None, self._roots[1])):
-            candidate = candidate if candidate is not None else str(path.resolve())
-            if candidate == root:
-                return "."
-            if candidate.startswith(root.rstrip(os.sep) + os.sep):
-                return Path(candidate[len(root.rstrip(os.sep)) + 1:]).as_posix()
-        return None
+        logical, real = self._roots
+        found = _path_under(os.path.abspath(path), logical)
+        return found if found is not None else _path_under(str(path.resolve()), real)
 
     @functools.cached_property
     def _roots(self) -> tuple[str, str]:
@@ -112,6 +108,13 @@ class Settings:
             if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(path.name, pattern):
                 out.extend(codes)
         return out
+
+
+def _path_under(path: str, root: str) -> Optional[str]:
+    if path == root:
+        return "."
+    prefix = root.rstrip(os.sep) + os.sep
+    return Path(path[len(prefix):]).as_posix() if path.startswith(prefix) else None
 
 
 def _most_specific(code: str, selectors: Iterable[str]) -> Optional[str]:

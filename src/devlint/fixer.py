@@ -27,6 +27,7 @@ class FixResult:
     fixed: list[engine.Finding] = field(default_factory=list)
     remaining: list[engine.Finding] = field(default_factory=list)
     problem: Optional[str] = None  # why no fix was applied
+    before: list[engine.Finding] = field(default_factory=list)  # the findings in the source
 
 
 class _Replace(cst.CSTTransformer):
@@ -50,28 +51,33 @@ def fix_text(source: str, check: Check, unsafe: bool) -> FixResult:
     text = source
     fixed: list[engine.Finding] = []
     module, findings = check(text)
+    before = findings
+
+    def unchanged(problem: Optional[str] = None) -> FixResult:
+        return FixResult(source, remaining=before, problem=problem, before=before)
+
     for _ in range(MAX_ROUNDS):
         chosen = _non_overlapping([f for f in findings if f.fix is not None and f.fix.applies(unsafe)])
         if not chosen:
             break
         new_text = module.visit(_Replace({f.node_fix.target: f.node_fix.replacement for f in chosen})).code
         if new_text == text:
-            return FixResult(source, remaining=check(source)[1], problem="a fix made no change")
+            return unchanged("a fix made no change")
         fixed.extend(chosen)
         text = new_text
         try:
             module, findings = check(text)
         except engine.ParseError as exc:
-            return FixResult(source, remaining=check(source)[1], problem=f"the fixed code does not parse ({exc.message})")
+            return unchanged(f"the fixed code does not parse ({exc.message})")
     else:
         if any(f.fix is not None and f.fix.applies(unsafe) for f in findings):
-            return FixResult(source, remaining=check(source)[1], problem=f"fixes did not settle in {MAX_ROUNDS} rounds")
+            return unchanged(f"fixes did not settle in {MAX_ROUNDS} rounds")
     if text == source:
-        return FixResult(source, remaining=findings)
+        return unchanged()
     problem = soundness_problem(source, text)
     if problem is not None:
-        return FixResult(source, remaining=check(source)[1], problem=problem)
-    return FixResult(text, fixed, findings)
+        return unchanged(problem)
+    return FixResult(text, fixed, findings, before=before)
 
 
 def _non_overlapping(findings: Sequence[engine.Finding]) -> list[engine.Finding]:

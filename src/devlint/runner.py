@@ -13,10 +13,13 @@ import tempfile
 import tokenize
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from devlint import noqa
 from devlint.findings import Edit, Finding, Fix, ParseError
+
+if TYPE_CHECKING:
+    from devlint import fixer  # imports libcst: not at run time
 from devlint.config import Settings, _most_specific
 
 
@@ -106,8 +109,6 @@ def _read_problem(path: Path, exc: OSError) -> str:
         return "symbolic link loop"
     if exc.errno == errno.ENOENT and path.is_symlink():
         return f"broken symbolic link (to {os.readlink(path)})"
-    if exc.errno == errno.EISDIR:
-        return "is a directory"
     return exc.strerror or str(exc)
 
 
@@ -186,11 +187,11 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
     try:
         report.new_data = result.text.encode(encoding)
     except UnicodeEncodeError as exc:
-        report.findings = check(source)[1]
+        report.findings = result.before
         report.error = f"fixes not applied: cannot encode the result as {encoding} ({exc.reason})"
         return report
     report.fixed = result.fixed
-    report.unfixed = check(source)[1]
+    report.unfixed = result.before
     report.diff = "".join(difflib.unified_diff(
         source.splitlines(keepends=True), result.text.splitlines(keepends=True),
         fromfile=f"a/{report.display}", tofile=f"b/{report.display}",

@@ -44,8 +44,9 @@ def string_value(node: cst.CSTNode) -> Optional[str]:
 @functools.lru_cache(maxsize=4096)
 def _literal_string(literal: str) -> Optional[str]:
     body = literal.lstrip("rRuU")
+    prefix = literal[:len(literal) - len(body)].lower()
     quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
-    if "\\" not in body or len(body) < len(literal) and "u" not in literal[:len(literal) - len(body)].lower():
+    if "\\" not in body or "r" in prefix:
         return body[len(quote):-len(quote)]  # no escapes (or raw): the text between the quotes
     # ast.literal_eval builds recursive closures on every call: a garbage cycle each time.
     try:
