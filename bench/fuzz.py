@@ -100,7 +100,7 @@ def check_case(source: str) -> tuple[str | None, int, bool]:
     found = 0
     try:
         try:
-            found = len(check(source)[1])
+            found = len(check(source))
         except engine.ParseError:
             return None, 0, False  # reported to the user as `cannot parse`: not a crash
         first = fixer.fix_text(source, check, unsafe=True)

@@ -88,11 +88,11 @@ def _offering(replacement_for):
     def check(text):
         module = engine.parse(text)
         if "y = 1" not in text:
-            return module, []
-        target = module.body[0]
-        node_fix = engine.NodeFix("safe", "test", target, replacement_for(target))
-        fix = engine.Fix("safe", "test", (engine.Edit("", 1, 1, 1, 2),))
-        return module, [engine.Finding("DEV999", "test", "m", 1, 1, 1, 2, fix, node_fix)]
+            return []
+        fixed = module.deep_replace(module.body[0], replacement_for(module.body[0])).code
+        lines = text.split("\n")
+        fix = engine.Fix("safe", "test", (engine.Edit(fixed, 1, 1, len(lines), len(lines[-1]) + 1),))  # the whole text
+        return [engine.Finding("DEV999", "test", "m", 1, 1, 1, 2, fix)]
     return check
 
 

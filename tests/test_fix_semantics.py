@@ -36,7 +36,7 @@ def fix(source, unsafe=False):
 
 
 def findings(source, code=None):
-    return [f for f in _check()(source)[1] if code is None or f.code == code]
+    return [f for f in _check()(source) if code is None or f.code == code]
 
 
 def codes(found):

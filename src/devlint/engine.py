@@ -7,6 +7,8 @@ the code is under a CUDA guard, and which methods run at forward time.
 from __future__ import annotations
 
 import ast
+import bisect
+import os
 import re
 import warnings
 from collections import Counter
@@ -19,7 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from devlint import guards, syntax
 from devlint.facts import ClassInfo, FileFacts
 from devlint.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError  # noqa: F401 (re-exported)
-from devlint.positions import statement_positions
+from devlint.positions import statement_first_lines, statement_positions
 
 # A file that holds none of these words cannot hold a finding and is never parsed.
 PREFILTER = re.compile(r"cuda|torch|map_location")
@@ -320,33 +322,74 @@ def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]], source:
     if not ctx.findings:
         return []
     statements = list({id(f[5]): f[5] for f in ctx.findings}.values())
-    positions = statement_positions(module, source, statements) if source is not None else None
+    first_lines = statement_first_lines(module, source) if source is not None else None
+    positions = statement_positions(module, source, statements, first_lines) if first_lines else None
     if positions:
         try:
-            return _findings(module, ctx.findings, positions)
+            return _findings(module, ctx.findings, positions, first_lines)
         except KeyError:  # a fix reaching outside its finding's statement
             pass
-    return _findings(module, ctx.findings, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    return _findings(module, ctx.findings, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider), None)
 
 
-def _findings(module: cst.Module, reported, positions) -> list[Finding]:
+def _findings(module: cst.Module, reported, positions, first_lines: Optional[dict[int, int]]) -> list[Finding]:
+    """Positioned findings. With `first_lines`, each fix is rendered inside its module-level
+    statement (which starts on that line); without, inside the whole module."""
     findings = {}
-    for code, name, message, node, node_fix, _ in reported:
+    for code, name, message, node, node_fix, statement in reported:
         where = positions[node]
         fix = None
         if node_fix is not None and _keeps_comments(node_fix):
-            span = positions[node_fix.target]
-            edit = Edit(
-                module.code_for_node(node_fix.replacement),
-                span.start.line, span.start.column + 1, span.end.line, span.end.column + 1,
-            )
+            if first_lines is None:
+                edit = text_edit(module, module, 1, positions[node_fix.target], node_fix)
+            else:
+                edit = text_edit(module, statement, first_lines[id(statement)], positions[node_fix.target], node_fix)
             fix = Fix(node_fix.applicability, node_fix.message, (edit,))
         finding = Finding(
-            code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1,
-            fix, node_fix if fix is not None else None,
+            code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, fix,
         )
         findings.setdefault((finding.row, finding.column, code), finding)  # one per place and code
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def text_edit(module: cst.Module, scope: cst.CSTNode, first_line: int, span, node_fix: NodeFix) -> Edit:
+    """The text that replacing `node_fix.target` inside `scope` (a module-level statement whose
+    code starts on `first_line`, or the module) writes into the file, as one edit over the
+    target's span: rendered in the file's real context, so the indentation of a multi-line
+    replacement is the one `--fix` writes."""
+    old = module.code_for_node(scope)
+    new = module.code_for_node(scope.deep_replace(node_fix.target, node_fix.replacement))
+    if new == old and scope is not module:
+        raise KeyError(node_fix.target)  # the target is outside this statement
+    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(old)]
+    start = line_starts[span.start.line - first_line] + span.start.column
+    end = line_starts[span.end.line - first_line] + span.end.column
+    # Only the target's text differs; should its code reach past its span, widen the edit.
+    start = min(start, _common_prefix(old, new))
+    end = max(end, len(old) - _common_suffix(old, new, limit=min(len(old), len(new)) - start))
+    row, column = _row_column(line_starts, start, first_line)
+    end_row, end_column = _row_column(line_starts, end, first_line)
+    return Edit(new[start:len(new) - (len(old) - end)], row, column, end_row, end_column)
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # what libcst counts as a line break
+
+
+def _common_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix((a, b)))
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    n = 0
+    while n < limit and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def _row_column(line_starts: list[int], offset: int, first_line: int) -> tuple[int, int]:
+    """1-based row and column of an offset into code whose first line is `first_line`."""
+    index = bisect.bisect_right(line_starts, offset) - 1
+    return first_line + index, offset - line_starts[index] + 1
 
 
 def _keeps_comments(node_fix: NodeFix) -> bool:

@@ -1,7 +1,7 @@
 """What a check reports. No libcst here: a cached run builds these without parsing anything."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 SAFE, UNSAFE = "safe", "unsafe"
@@ -36,7 +36,6 @@ class Finding:
     end_row: int
     end_column: int
     fix: Optional[Fix] = None
-    node_fix: Optional[object] = field(default=None, compare=False, repr=False)  # an engine.NodeFix, for the fixer
 
     @property
     def sort_key(self):

@@ -1,22 +1,22 @@
-"""`--fix`: apply fixes as libcst transformations, in rounds, and prove the result is sound.
+"""`--fix`: apply the fixes' text edits, in rounds, and prove the result is sound.
 
-Pure like the engine: text in, text out. A round re-checks the current text, takes every
-applicable fix whose target does not overlap another's (the outer one wins; an inner one is
-proposed again in the next round), and replaces the targets in one transformation. Rounds
-stop when nothing applicable is left. The result must parse, keep every comment and the
-file's line endings, and be stable: otherwise nothing is applied.
+Pure like the engine: text in, text out. A fix is the list of text edits the report shows, so
+what `--fix` writes is exactly what a report's consumer would apply. A round takes every
+applicable fix whose edits do not overlap another's (the outer one wins; an inner one is
+proposed again in the next round, checked against the new text) and applies their edits.
+Rounds stop when nothing applicable is left. The result must parse, keep every comment and
+the file's line endings, and be stable: otherwise nothing is applied.
 """
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-import libcst as cst
-
-from devlint import engine
+from devlint.findings import Edit, Finding, ParseError
 
 MAX_ROUNDS = 10
 
@@ -24,34 +24,24 @@ MAX_ROUNDS = 10
 @dataclass
 class FixResult:
     text: str
-    fixed: list[engine.Finding] = field(default_factory=list)
-    remaining: list[engine.Finding] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
     problem: Optional[str] = None  # why no fix was applied
-    before: list[engine.Finding] = field(default_factory=list)  # the findings in the source
+    before: list[Finding] = field(default_factory=list)  # the findings in the source
 
 
-class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        return self.replacements.get(original_node, updated_node)
+Check = Callable[[str], "list[Finding]"]
 
 
-Check = Callable[[str], "tuple[Optional[cst.Module], list[engine.Finding]]"]
-
-
-def fix_text(source: str, check: Check, unsafe: bool) -> FixResult:
+def fix_text(source: str, check: Check, unsafe: bool, findings: Optional[list[Finding]] = None) -> FixResult:
     """Apply every fix `check` offers (safe ones, and unsafe ones when asked) until none is left.
 
-    `check` is what a plain run does (rules, noqa and per-file ignores applied) and returns the
-    module its findings' nodes belong to, so `--fix` touches exactly what a check reports.
+    `check` is what a plain run does (rules, noqa and per-file ignores applied), so `--fix`
+    touches exactly what a check reports. `findings`, when given, are `check(source)`.
     """
     text = source
-    fixed: list[engine.Finding] = []
-    module, findings = check(text)
-    before = findings
+    fixed: list[Finding] = []
+    before = findings = check(text) if findings is None else findings
 
     def unchanged(problem: Optional[str] = None) -> FixResult:
         return FixResult(source, remaining=before, problem=problem, before=before)
@@ -60,14 +50,14 @@ def fix_text(source: str, check: Check, unsafe: bool) -> FixResult:
         chosen = _non_overlapping([f for f in findings if f.fix is not None and f.fix.applies(unsafe)])
         if not chosen:
             break
-        new_text = module.visit(_Replace({f.node_fix.target: f.node_fix.replacement for f in chosen})).code
+        new_text = apply_edits(text, [e for f in chosen for e in f.fix.edits])
         if new_text == text:
             return unchanged("a fix made no change")
         fixed.extend(chosen)
         text = new_text
         try:
-            module, findings = check(text)
-        except engine.ParseError as exc:
+            findings = check(text)
+        except ParseError as exc:
             return unchanged(f"the fixed code does not parse ({exc.message})")
     else:
         if any(f.fix is not None and f.fix.applies(unsafe) for f in findings):
@@ -80,15 +70,38 @@ def fix_text(source: str, check: Check, unsafe: bool) -> FixResult:
     return FixResult(text, fixed, findings, before=before)
 
 
-def _non_overlapping(findings: Sequence[engine.Finding]) -> list[engine.Finding]:
-    """Outer fixes first; a fix inside (or across) one already taken waits for the next round."""
-    def span(f):
-        (edit,) = f.fix.edits
-        return (edit.row, edit.column), (edit.end_row, edit.end_column)
+_NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks that rows count (libcst's)
 
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """`text` with non-overlapping edits applied (rows and columns are 1-based, in characters)."""
+    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def offset(row: int, column: int) -> int:
+        return line_starts[row - 1] + column - 1
+
+    pieces, end = [], len(text)
+    for edit in sorted(edits, key=lambda e: (e.row, e.column), reverse=True):
+        start, stop = offset(edit.row, edit.column), offset(edit.end_row, edit.end_column)
+        if stop > end:
+            raise ValueError(f"overlapping edits at {edit.row}:{edit.column}")
+        pieces.append(text[stop:end])
+        pieces.append(edit.content)
+        end = start
+    pieces.append(text[:end])
+    return "".join(reversed(pieces))
+
+
+def _span(finding: Finding) -> tuple[tuple[int, int], tuple[int, int]]:
+    edits = finding.fix.edits
+    return min((e.row, e.column) for e in edits), max((e.end_row, e.end_column) for e in edits)
+
+
+def _non_overlapping(findings: Sequence[Finding]) -> list[Finding]:
+    """Outer fixes first; a fix inside (or across) one already taken waits for the next round."""
     chosen, taken = [], []
-    for f in sorted(findings, key=lambda f: (span(f)[0], tuple(-x for x in span(f)[1]))):
-        start, end = span(f)
+    for f in sorted(findings, key=lambda f: (_span(f)[0], tuple(-x for x in _span(f)[1]))):
+        start, end = _span(f)
         if all(end <= s or start >= e for s, e in taken):
             chosen.append(f)
             taken.append((start, end))
@@ -98,9 +111,11 @@ def _non_overlapping(findings: Sequence[engine.Finding]) -> list[engine.Finding]
 def soundness_problem(before: str, after: str) -> Optional[str]:
     """Why `after` may not replace `before`, or None."""
     try:
+        from devlint import engine  # imports libcst
+
         engine.parse(after)
         compile(after, "<fixed>", "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
-    except (engine.ParseError, SyntaxError, ValueError) as exc:
+    except (ParseError, SyntaxError, ValueError) as exc:
         return f"the fixed code does not parse ({exc})"
     lost = Counter(_comments(before)) - Counter(_comments(after))
     if lost:

@@ -26,7 +26,7 @@ class Plugin:
 
         path = Path(self.filename)
         try:
-            findings = checker(_settings(path.parent.resolve()), path, line_noqa=False)("".join(self.lines))[1]
+            findings = checker(_settings(path.parent.resolve()), path, line_noqa=False)("".join(self.lines))
         except engine.ParseError:
             return  # flake8 reports the syntax error itself (E999)
         for f in findings:

@@ -23,10 +23,12 @@ class _Positions:
         self._computed: dict = {}
 
 
-def statement_positions(module: cst.Module, source: str, statements: Sequence[cst.CSTNode]) -> Optional[dict]:
+def statement_positions(
+    module: cst.Module, source: str, statements: Sequence[cst.CSTNode], first_lines: Optional[dict[int, int]] = None
+) -> Optional[dict]:
     """node -> CodeRange for every node in `statements` (module-level statements of `module`,
     parsed from `source`); None when `ast` reads the source otherwise than libcst."""
-    first_lines = _first_lines(module, source)
+    first_lines = first_lines or statement_first_lines(module, source)
     if first_lines is None:
         return None
     holder = _Positions()
@@ -41,8 +43,9 @@ def statement_positions(module: cst.Module, source: str, statements: Sequence[cs
     return holder._computed
 
 
-def _first_lines(module: cst.Module, source: str) -> Optional[dict[int, int]]:
-    """id(statement) -> the line its code (leading blank and comment lines included) starts on."""
+def statement_first_lines(module: cst.Module, source: str) -> Optional[dict[int, int]]:
+    """id(statement) -> the line its code (leading blank and comment lines included) starts on;
+    None when `ast` reads the source otherwise than libcst."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

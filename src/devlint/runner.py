@@ -11,7 +11,7 @@ import os
 import stat
 import tempfile
 import tokenize
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
@@ -66,7 +66,6 @@ def decode(data: bytes) -> tuple[str, str]:
 
 def checker(settings: Settings, path: Path, line_noqa: bool = True) -> "fixer.Check":
     """What a run reports for a text of `path`: selected rules, minus noqa and per-file ignores.
-    Returns the parsed module with the findings (None when the text was not worth parsing).
     line_noqa=False leaves `# noqa` comments to the caller (flake8 owns them)."""
     rules = settings.rules()
     ignored = settings.ignored_codes_for(path)
@@ -75,18 +74,17 @@ def checker(settings: Settings, path: Path, line_noqa: bool = True) -> "fixer.Ch
 
     from devlint import engine  # imports libcst: not on the path of a run the cache answers
 
-    def check(source: str):
+    def check(source: str) -> list[Finding]:
         if not rules or not engine.could_hold_finding(source):
-            return None, []
-        module = engine.parse(source)
-        findings = engine.check_module(module, rules, source)
-        return module, noqa.unsuppressed(findings, source, line_noqa) if findings else []
+            return []
+        findings = engine.check_module(engine.parse(source), rules, source)
+        return noqa.unsuppressed(findings, source, line_noqa) if findings else []
 
     return check
 
 
 def check_text(source: str, settings: Settings, path: Path) -> list[Finding]:
-    return checker(settings, path)(source)[1]
+    return checker(settings, path)(source)
 
 
 def check_file(path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None) -> FileReport:
@@ -167,7 +165,7 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
         source, encoding = decode(data)
         check = checker(settings, path)
         if fix is None:
-            report.findings = check(source)[1]
+            report.findings = check(source)
             return report
         from devlint import fixer
 
@@ -204,7 +202,7 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
     try:
         data = path.read_bytes()
         source, encoding = decode(data)
-        findings = checker(settings, path)(source)[1]
+        findings = checker(settings, path)(source)
     except OSError as exc:
         return 0, f"cannot read: {_read_problem(path, exc)}"
     except (SourceError, ParseError) as exc:
@@ -344,7 +342,7 @@ def _size(path: Path) -> int:
 
 
 def _check_portable(job) -> FileReport:
-    """check_file, with the libcst nodes dropped so the report can cross processes."""
+    """check_file in a worker process (or in this one)."""
     path, display, settings, fix = job
     # A parse allocates a million objects: automatic collections would scan them again and
     # again; one collection after the file costs less.
@@ -354,8 +352,6 @@ def _check_portable(job) -> FileReport:
     finally:
         gc.enable()
     gc.collect()
-    report.findings = [replace(f, node_fix=None) for f in report.findings]
-    report.fixed = [replace(f, node_fix=None) for f in report.fixed]
     report.unfixed = []
     return report
 
@@ -411,9 +407,7 @@ class FindingCache:
 
 
 def _finding_to(f: Finding) -> dict:
-    data = asdict(replace(f, node_fix=None))
-    data.pop("node_fix", None)
-    return data
+    return asdict(f)
 
 
 def _finding_from(data: dict) -> Finding:
