@@ -56,8 +56,8 @@ class Settings:
                 enabled = set()
             selecting = (layer.select or []) + layer.extend_select
             for code in NAMES:
-                chosen = _most_specific(code, selecting)
-                dropped = _most_specific(code, layer.ignore)
+                chosen = most_specific(code, selecting)
+                dropped = most_specific(code, layer.ignore)
                 if dropped is not None and (chosen is None or len(dropped) >= len(chosen)):
                     enabled.discard(code)
                 elif chosen is not None:
@@ -117,7 +117,7 @@ def _path_under(path: str, root: str) -> Optional[str]:
     return Path(path[len(prefix):]).as_posix() if path.startswith(prefix) else None
 
 
-def _most_specific(code: str, selectors: Iterable[str]) -> Optional[str]:
+def most_specific(code: str, selectors: Iterable[str]) -> Optional[str]:
     matches = [s for s in selectors if code.startswith(s)]
     return max(matches, key=len) if matches else None
 

@@ -26,9 +26,14 @@ class Fix:
         return self.applicability == SAFE or unsafe
 
 
+FILE_ERROR = "file-error"
+
+
 @dataclass(frozen=True)
 class Finding:
-    code: str
+    """A diagnostic: a rule's finding, or (with no code) why a file could not be checked."""
+
+    code: Optional[str]  # None for a file error
     name: str
     message: str
     row: int  # 1-based
@@ -39,7 +44,16 @@ class Finding:
 
     @property
     def sort_key(self):
-        return (self.row, self.column, self.code)
+        return (self.row, self.column, self.code or "")
+
+    @property
+    def is_file_error(self) -> bool:
+        return self.code is None
+
+
+def file_error(message: str, row: int = 1, column: int = 1) -> Finding:
+    """The file could not be read, decoded, parsed or fixed: said where the findings go."""
+    return Finding(None, FILE_ERROR, message, row, column, row, column)
 
 
 class ParseError(Exception):

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence, TextIO
 
+from devlint.findings import Finding
 from devlint.rules import NAMES
 from devlint.runner import FileReport
 
@@ -20,6 +21,14 @@ def count(reports: Sequence[FileReport]) -> tuple[int, int]:
     return sum(len(r.findings) for r in reports), sum(1 for r in reports if r.error)
 
 
+def text_line(report: FileReport, f: Finding, unsafe: bool = False) -> str:
+    """ruff's concise line; a file error reads `path:row:col: error: message`."""
+    if f.is_file_error:
+        return f"{report.display}:{f.row}:{f.column}: error: {f.message}"
+    mark = "[*] " if f.fix is not None and f.fix.applies(unsafe) else ""
+    return f"{report.display}:{f.row}:{f.column}: {f.code} {mark}{f.message}"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
@@ -28,16 +37,15 @@ def write_text(
     reports: Sequence[FileReport], out: TextIO, err: TextIO, statistics: bool = False,
     unsafe: bool = False, fixing: bool = False,
 ) -> None:
-    for report in reports:
+    for report in reports:  # file errors go to standard error, before the findings
         if report.error:
-            print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=err)
+            print(text_line(report, report.error), file=err)
     if statistics:
         _write_statistics(reports, out)
     else:
         for report in reports:
             for f in report.findings:
-                mark = "[*] " if f.fix is not None and f.fix.applies(unsafe) else ""
-                print(f"{report.display}:{f.row}:{f.column}: {f.code} {mark}{f.message}", file=out)
+                print(text_line(report, f, unsafe), file=out)
     findings, errors = count(reports)
     remaining = [f for r in reports for f in r.findings]
     fixable = sum(1 for f in remaining if f.fix is not None and f.fix.applies(unsafe))
@@ -61,7 +69,7 @@ def write_text(
 def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
     for report in reports:
         if report.error:
-            print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=err)
+            print(text_line(report, report.error), file=err)
         out.write(report.diff)
     fixed = sum(len(r.fixed) for r in reports)
     print(f"Would fix {_plural(fixed, 'finding')}." if fixed else "No fixes available.", file=err)
@@ -78,19 +86,7 @@ def records(reports: Sequence[FileReport]) -> list[dict]:
     out = []
     for report in reports:
         filename = str(report.path.resolve()) if report.path.exists() else str(report.path)
-        if report.error:
-            out.append({
-                "code": None,
-                "name": "file-error",
-                "message": report.error,
-                "filename": filename,
-                "location": {"row": report.error_row, "column": report.error_column},
-                "end_location": {"row": report.error_row, "column": report.error_column},
-                "fix": None,
-                "url": None,
-                "noqa_row": None,
-            })
-        for f in report.findings:
+        for f in report.diagnostics:
             out.append({
                 "code": f.code,
                 "name": f.name,
@@ -99,8 +95,8 @@ def records(reports: Sequence[FileReport]) -> list[dict]:
                 "location": {"row": f.row, "column": f.column},
                 "end_location": {"row": f.end_row, "column": f.end_column},
                 "fix": _fix_record(f.fix),
-                "url": rule_url(f.code),
-                "noqa_row": f.row,
+                "url": None if f.is_file_error else rule_url(f.code),
+                "noqa_row": None if f.is_file_error else f.row,
             })
     return out
 
@@ -141,15 +137,10 @@ def write_github(reports: Sequence[FileReport], out: TextIO) -> None:
     """GitHub Actions workflow commands: one annotation per finding (and per unreadable file)."""
     for report in reports:
         file = _escape_property(report.display)
-        if report.error:
-            print(f"::error title=devlint,file={file},line={report.error_row},col={report.error_column}"
-                  f"::{_escape_data(report.error)}", file=out)
-        for f in report.findings:
-            print(
-                f"::error title=devlint ({f.code}),file={file},line={f.row},col={f.column},"
-                f"endLine={f.end_row},endColumn={f.end_column}::{_escape_data(f.message)}",
-                file=out,
-            )
+        for f in report.diagnostics:
+            title, end = ("devlint", "") if f.is_file_error else (
+                f"devlint ({f.code})", f",endLine={f.end_row},endColumn={f.end_column}")
+            print(f"::error title={title},file={file},line={f.row},col={f.column}{end}::{_escape_data(f.message)}", file=out)
 
 
 def sarif(reports: Sequence[FileReport]) -> dict:
@@ -198,7 +189,7 @@ def sarif(reports: Sequence[FileReport]) -> dict:
                 }]
             results.append(result)
     invocation = {"executionSuccessful": True, "toolExecutionNotifications": [
-        {"level": "error", "message": {"text": r.error},
+        {"level": "error", "message": {"text": r.error.message},
          "locations": [{"physicalLocation": {"artifactLocation": {"uri": Path(r.display).as_posix()}}}]}
         for r in reports if r.error
     ]}

@@ -13,14 +13,12 @@ import tempfile
 import tokenize
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from devlint import noqa
-from devlint.findings import Edit, Finding, Fix, ParseError
-
-if TYPE_CHECKING:
-    from devlint import fixer  # imports libcst: not at run time
-from devlint.config import Settings, _most_specific
+from devlint.config import Settings
+from devlint.findings import Edit, Finding, Fix, ParseError, file_error
+from devlint.linter import Linter
 
 
 @dataclass
@@ -28,14 +26,21 @@ class FileReport:
     path: Path
     display: str  # the path as the user should see it
     findings: list[Finding] = field(default_factory=list)  # what remains
-    error: Optional[str] = None  # why the file could not be checked (or fixed)
-    error_row: int = 1
-    error_column: int = 1
+    error: Optional[Finding] = None  # why the file could not be checked (or fixed): a file error
     fixed: list[Finding] = field(default_factory=list)
     diff: str = ""
     new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
     unfixed: list[Finding] = field(default_factory=list)  # the findings before the fixes
     cache_key: Optional[str] = None  # set when the report came from the cache
+
+    @property
+    def diagnostics(self) -> list[Finding]:
+        """What to show for the file: its file error first, then its findings."""
+        return [self.error, *self.findings] if self.error is not None else self.findings
+
+    def fail(self, message: str, row: int = 1, column: int = 1) -> "FileReport":
+        self.error = file_error(message, row, column)
+        return self
 
 
 class SourceError(Exception):
@@ -64,41 +69,19 @@ def decode(data: bytes) -> tuple[str, str]:
         raise SourceError(f"unknown encoding: {encoding}") from None
 
 
-def checker(settings: Settings, path: Path, line_noqa: bool = True) -> "fixer.Check":
-    """What a run reports for a text of `path`: selected rules, minus noqa and per-file ignores.
-    line_noqa=False leaves `# noqa` comments to the caller (flake8 owns them)."""
-    rules = settings.rules()
-    ignored = settings.ignored_codes_for(path)
-    if ignored:
-        rules = [r for r in rules if _most_specific(r.code, ignored) is None]
-
-    from devlint import engine  # imports libcst: not on the path of a run the cache answers
-
-    def check(source: str) -> list[Finding]:
-        if not rules or not engine.could_hold_finding(source):
-            return []
-        findings = engine.check_module(engine.parse(source), rules, source)
-        return noqa.unsuppressed(findings, source, line_noqa) if findings else []
-
-    return check
-
-
-def check_text(source: str, settings: Settings, path: Path) -> list[Finding]:
-    return checker(settings, path)(source)
-
-
 def check_file(path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None) -> FileReport:
     """Check one file. With fix="write" (or "diff"), apply the fixes (or only show them);
     fix="unsafe-write" / "unsafe-diff" include unsafe fixes."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return FileReport(path, display or str(path), error=f"cannot read: {_read_problem(path, exc)}")
+        return FileReport(path, display or str(path)).fail(f"cannot read: {_read_problem(path, exc)}")
     report = check_data(data, path, settings, display, fix)
     if report.new_data is not None and fix is not None and fix.endswith("write"):
         problem = write_atomically(path, report.new_data, data)
         if problem is not None:
-            report.findings, report.fixed, report.error = report.unfixed, [], problem
+            report.findings, report.fixed = report.unfixed, []
+            report.fail(problem)
     return report
 
 
@@ -121,10 +104,10 @@ def check_data(
         except RecursionError:  # deeply nested code: libcst parses and prints recursively
             return _on_a_deep_stack(_check_data, data, path, settings, display, fix)
     except RecursionError:
-        return FileReport(path, display or str(path), error=f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+        return FileReport(path, display or str(path)).fail(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
     except Exception as exc:  # noqa: BLE001 - a bug in devlint must not stop the run or cost the other files
         message = f"internal error: {type(exc).__name__}: {exc}".rstrip(": ")
-        return FileReport(path, display or str(path), error=f"{message} (a devlint bug: please report it with this file)")
+        return FileReport(path, display or str(path)).fail(f"{message} (a devlint bug: please report it with this file)")
 
 
 DEEP_RECURSION_LIMIT = 20_000
@@ -163,31 +146,25 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
     report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
-        check = checker(settings, path)
+        linter = Linter(settings, path)
         if fix is None:
-            report.findings = check(source)
+            report.findings = linter.check(source)
             return report
-        from devlint import fixer
-
-        result = fixer.fix_text(source, check, unsafe=fix.startswith("unsafe"))
+        result = linter.fix(source, unsafe=fix.startswith("unsafe"))
     except SourceError as exc:
-        report.error, report.error_row, report.error_column = str(exc), exc.row, exc.column
-        return report
+        return report.fail(str(exc), exc.row, exc.column)
     except ParseError as exc:
-        report.error, report.error_row, report.error_column = f"cannot parse: {exc.message}", exc.row, exc.column
-        return report
+        return report.fail(f"cannot parse: {exc.message}", exc.row, exc.column)
     report.findings = result.remaining
     if result.problem is not None:
-        report.error = f"fixes not applied: {result.problem}"
-        return report
+        return report.fail(f"fixes not applied: {result.problem}")
     if result.text == source:
         return report
     try:
         report.new_data = result.text.encode(encoding)
     except UnicodeEncodeError as exc:
         report.findings = result.before
-        report.error = f"fixes not applied: cannot encode the result as {encoding} ({exc.reason})"
-        return report
+        return report.fail(f"fixes not applied: cannot encode the result as {encoding} ({exc.reason})")
     report.fixed = result.fixed
     report.unfixed = result.before
     report.diff = "".join(difflib.unified_diff(
@@ -202,7 +179,7 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
     try:
         data = path.read_bytes()
         source, encoding = decode(data)
-        findings = checker(settings, path)(source)
+        findings = Linter(settings, path).check(source)
     except OSError as exc:
         return 0, f"cannot read: {_read_problem(path, exc)}"
     except (SourceError, ParseError) as exc:
@@ -383,17 +360,17 @@ class FindingCache:
             record = json.loads((self.root / key[0][:2] / f"{key[0]}.json").read_text())
         except (OSError, ValueError):
             return None
-        report = FileReport(path, display, error=record["error"], error_row=record["row"], error_column=record["column"])
-        report.findings = [_finding_from(r) for r in record["findings"]]
+        diagnostics = [_finding_from(r) for r in record["diagnostics"]]
+        report = FileReport(path, display, findings=[d for d in diagnostics if not d.is_file_error])
+        report.error = next((d for d in diagnostics if d.is_file_error), None)
         report.cache_key = key[0]
         return report
 
     def put(self, report: FileReport) -> None:
         key = self._key(report.path)
-        if key is None or report.error and report.error.startswith("cannot read"):
+        if key is None or report.error is not None and report.error.message.startswith("cannot read"):
             return
-        record = {"error": report.error, "row": report.error_row, "column": report.error_column,
-                  "findings": [_finding_to(f) for f in report.findings]}
+        record = {"diagnostics": [_finding_to(f) for f in report.diagnostics]}
         target = self.root / key[0][:2] / f"{key[0]}.json"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

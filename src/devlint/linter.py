@@ -1,0 +1,44 @@
+"""The one seam between the front ends and the engine: (settings, path, text) in, findings and
+fixes out. The command line, the flake8 plugin (and through them the pre-commit hooks),
+`explain` and `confirm` all check code through a `Linter`.
+
+libcst is imported only when a text is actually checked: a run the cache answers never pays
+for it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from devlint import noqa
+from devlint.config import Settings, most_specific
+from devlint.findings import Finding
+
+if TYPE_CHECKING:
+    from devlint.fixer import FixResult
+
+
+class Linter:
+    """What a run reports for the texts of one path: the selected rules, minus the per-file
+    ignores and `# noqa` comments. line_noqa=False leaves `# noqa` comments to the caller
+    (flake8 owns them)."""
+
+    def __init__(self, settings: Settings, path: Path, line_noqa: bool = True) -> None:
+        ignored = settings.ignored_codes_for(path)
+        self.rules = [r for r in settings.rules() if not ignored or most_specific(r.code, ignored) is None]
+        self.line_noqa = line_noqa
+
+    def check(self, source: str) -> list[Finding]:
+        """The findings in `source`, sorted by position. Raises ParseError when it does not parse."""
+        from devlint import engine
+
+        if not self.rules or not engine.could_hold_finding(source):
+            return []
+        findings = engine.check_module(engine.parse(source), self.rules, source)
+        return noqa.unsuppressed(findings, source, self.line_noqa) if findings else []
+
+    def fix(self, source: str, unsafe: bool, findings: Optional[list[Finding]] = None) -> "FixResult":
+        """Apply the fixes (safe ones; unsafe ones too when asked) in rounds; see `fixer`."""
+        from devlint import fixer
+
+        return fixer.fix_text(source, self.check, unsafe, findings)
