@@ -92,10 +92,12 @@ def check_case(source: str) -> tuple[str | None, int, bool]:
     """(problem, findings, fixed): problem is None when the case passes, else `crash`,
     `unparsable` or `non-idempotent` and why; then how many findings the case had and
     whether a fix changed it."""
-    from devlint import engine, fixer, runner
+    from devlint import engine
     from devlint.config import Settings
+    from devlint.linter import Linter
 
-    check = runner.checker(Settings(root=ROOT), ROOT / "case.py")  # what a run checks: all rules, noqa
+    linter = Linter(Settings(root=ROOT), ROOT / "case.py")  # what a run checks: all rules, noqa
+    check = linter.check
 
     found = 0
     try:
@@ -103,7 +105,7 @@ def check_case(source: str) -> tuple[str | None, int, bool]:
             found = len(check(source))
         except engine.ParseError:
             return None, 0, False  # reported to the user as `cannot parse`: not a crash
-        first = fixer.fix_text(source, check, unsafe=True)
+        first = linter.fix(source, unsafe=True)
         if first.text == source:
             return None, found, False
         try:
@@ -113,7 +115,7 @@ def check_case(source: str) -> tuple[str | None, int, bool]:
             engine.parse(first.text)
         except (SyntaxError, ValueError, engine.ParseError) as exc:
             return f"unparsable: {exc}", found, True
-        second = fixer.fix_text(first.text, check, unsafe=True)
+        second = linter.fix(first.text, unsafe=True)
         if second.text != first.text:
             return "non-idempotent", found, True
     except Exception:  # noqa: BLE001 - this is what we count

@@ -489,6 +489,63 @@ def test_version(tmp_path, args):
     assert (r.returncode, r.stdout) == (0, "devlint 0.1.0\n")
 
 
+# --- 11b. commands and their help ---------------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_lists_every_command_and_checks_options(tmp_path, flag):
+    r = run(flag, cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+    for command in ("check", "rule", "explain", "confirm"):
+        assert re.search(rf"^    {command} +\S", r.stdout, re.M), command  # one line each
+    for option in ("--fix", "--select CODES", "--output-format {text,json,json-lines,sarif,github}",
+                   "--stdin-filename PATH", "--config PYPROJECT", "--version"):
+        assert option in r.stdout
+
+
+@pytest.mark.parametrize("command, option", [
+    ("check", "--output-format {text,json,json-lines,sarif,github}"),
+    ("rule", "--all"),
+    ("explain", "--output-format {text,json}"),
+    ("confirm", "--device {auto,cuda,stand-in}"),
+])
+def test_each_command_has_its_own_help(tmp_path, command, option):
+    r = run(command, "--help", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout.startswith(f"usage: devlint {command} ")
+    assert option in r.stdout
+
+
+@pytest.mark.parametrize("args, prog", [
+    (["--no-such-option"], "devlint check"),
+    (["check", "--output-format", "yaml"], "devlint check"),
+    (["rule", "--output-format", "sarif"], "devlint rule"),  # check's formats are not rule's
+    (["explain", "--no-such-option"], "devlint explain"),
+    (["confirm", "--mode", "sideways"], "devlint confirm"),
+])
+def test_usage_errors_exit_2_and_name_the_command(tmp_path, args, prog):
+    r = run(*args, cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert f"\n{prog}: error: " in r.stderr
+
+
+def test_options_before_the_paths_of_a_bare_check(tmp_path):
+    write(tmp_path, {"m.py": "import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n"})
+    r = run("--fix", "--no-cache", "m.py", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert 'map_location="cpu"' in (tmp_path / "m.py").read_text()
+    r = subprocess.run([sys.executable, "-m", "devlint", "-", "--stdin-filename", "s.py"], cwd=tmp_path,
+                       input=ONE_DEV001, capture_output=True, text=True)
+    assert findings(r.stdout) == [("s.py", 2, 11, "DEV001")]
+
+
+def test_a_run_the_cache_answers_does_not_import_libcst(tmp_path):
+    write(tmp_path, {"m.py": MIXED})
+    script = "import sys, devlint.cli\nrc = devlint.cli.main(['m.py'])\nprint(rc, 'libcst' in sys.modules)\n"
+    outcomes = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
+                for _ in range(2)]
+    assert [r.stdout.splitlines()[-1] for r in outcomes] == ["1 True", "1 False"]
+
+
 # --- 12. the static path never imports torch --------------------------------------------------
 
 def test_static_check_does_not_import_torch(tmp_path):

@@ -404,3 +404,15 @@ def test_real_cuda_agrees_with_the_stand_in(tmp_path):
     real = confirm(tmp_path, source, "--device", "cuda")
     assert statuses(real) == stand_in == [("DEV004", 6, "confirmed"), ("DEV003", 9, "confirmed")]
     assert real[0][2]["device"].startswith("cuda")
+
+
+def test_the_child_watches_every_call_the_static_rules_know():
+    from devlint import names
+    from devlint.confirm import child
+
+    def torch_objects(qualified):
+        return {getattr(torch, name.split(".", 1)[1]) for name in qualified}
+
+    assert child.LEGACY == torch_objects(names.LEGACY_CONSTRUCTORS)
+    assert {torch.BFloat16Tensor, torch.CharTensor, torch.ShortTensor} <= child.LEGACY
+    assert child.FACTORIES == torch_objects(names.FACTORIES | {names.AS_TENSOR, names.FROM_NUMPY})

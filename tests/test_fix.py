@@ -14,13 +14,13 @@ import pytest
 
 from devlint import engine, fixer, runner
 from devlint.config import Settings
-from devlint.runner import checker
+from devlint.linter import Linter
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 
 
 def fix(source: str, unsafe: bool = True) -> fixer.FixResult:
-    return fixer.fix_text(source, checker(Settings(root=Path(".")), Path("m.py")), unsafe)
+    return Linter(Settings(root=Path(".")), Path("m.py")).fix(source, unsafe)
 
 
 def run(*args, cwd):

@@ -20,13 +20,13 @@ from torch import nn  # noqa: E402
 
 from devlint import fixer  # noqa: E402
 from devlint.config import Settings  # noqa: E402
-from devlint.runner import checker  # noqa: E402
+from devlint.linter import Linter  # noqa: E402
 
 CUDA_ERROR = "Attempting to deserialize object on a CUDA device"
 
 
 def _check():
-    return checker(Settings(root=Path(".")), Path("m.py"))
+    return Linter(Settings(root=Path(".")), Path("m.py")).check
 
 
 def fix(source, unsafe=False):

@@ -69,6 +69,28 @@ def test_devlint_settings_apply_under_flake8(tmp_path):
     assert lines == ["m.py:3:7: DEV001"]
 
 
+@pytest.mark.parametrize("config, problem", [
+    ('[tool.devlint]\nselectt = ["DEV001"]\n', "unknown key(s) in [tool.devlint]: selectt"),
+    ('[tool.devlint\nselect = ["DEV001"]\n', "not valid TOML"),
+    ('[tool.devlint]\nignore = ["XYZ9"]\n', "unknown rule selector `XYZ9`"),
+])
+def test_flake8_reports_a_broken_configuration_once_per_file(tmp_path, config, problem):
+    (tmp_path / "pyproject.toml").write_text(config)
+    (tmp_path / "m.py").write_text('import torch\nx = y.cuda()\ndevice = "cuda"\n')
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    r = flake8("--select=DEV", "m.py", "clean.py", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = sorted(r.stdout.splitlines())
+    assert [line.split(": ", 1)[0] for line in lines] == ["clean.py:1:1", "m.py:1:1"]
+    for line in lines:
+        assert line.split(": ", 1)[1].startswith(
+            f"DEV000 invalid devlint configuration, file not checked: {tmp_path / 'pyproject.toml'}")
+        assert problem in line
+    # the command line refuses the same configuration
+    assert devlint("m.py", cwd=tmp_path).returncode == 2
+
+
 # --- pre-commit ----------------------------------------------------------------------------------
 
 BUGGY = "import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n"

@@ -2,7 +2,7 @@
 import json
 import shutil
 
-from helpers import ROOT, devlint
+from helpers import ROOT, devlint, git
 
 
 def test_cold_warm_and_parallel_runs_agree(tmp_path):
@@ -33,3 +33,14 @@ def test_cache_follows_content_and_settings(tmp_path):
     assert [x["code"] for x in json.loads(changed.stdout)] == ["DEV002"]
     ignored = devlint("--isolated", "--ignore", "DEV002", "m.py", cwd=tmp_path)
     assert ignored.stdout == "All checks passed!\n"
+
+
+def test_the_cache_stays_out_of_git_status(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "m.py").write_text("import torch\nx = y.cuda()\n")
+    git(tmp_path, "add", "m.py")
+    git(tmp_path, "commit", "-qm", "buggy")
+    r = devlint(".", cwd=tmp_path)
+    assert r.returncode == 1 and "DEV001" in r.stdout
+    assert (tmp_path / ".devlint_cache" / ".gitignore").read_text() == "# Automatically created by devlint.\n*\n"
+    assert git(tmp_path, "status", "--porcelain", "--untracked-files=all").stdout == ""

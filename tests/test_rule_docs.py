@@ -9,7 +9,7 @@ import pytest
 from devlint import docs, fixer
 from devlint.config import Settings
 from devlint.engine import check_source
-from devlint.runner import checker
+from devlint.linter import Linter
 from devlint.rules import ALL_RULES
 from expectations import expected_findings, mismatches
 
@@ -51,7 +51,7 @@ def test_fixed_example_is_what_the_fix_makes_of_the_bad_one(rule):
     (bad,) = docs.code_blocks(sections["Example"])
     (fixed,) = docs.code_blocks(sections["Fixed"])
     bad = "\n".join(MARKER.sub("", line) for line in bad.splitlines()) + "\n"
-    check = checker(Settings(root=Path(".")), Path("example.py"))
+    check = Linter(Settings(root=Path(".")), Path("example.py")).check
     result = fixer.fix_text(bad, check, unsafe)
     assert result.problem is None
     assert any(f.code == rule.code for f in result.fixed)

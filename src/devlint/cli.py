@@ -1,4 +1,4 @@
-"""The `devlint` command: `devlint [check] [PATHS]`, `devlint rule CODE`."""
+"""The `devlint` command: `devlint [check] [PATHS]`, `devlint rule CODE`, `devlint explain`, `devlint confirm`."""
 from __future__ import annotations
 
 import argparse
@@ -11,25 +11,42 @@ from typing import Optional, Sequence
 from devlint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rule", "confirm", "explain")
-OUTPUT_FORMATS = ("text", "json", "json-lines", "sarif", "github")
+COMMANDS = {
+    "check": "check files and directories (the default: `devlint PATHS` is `devlint check PATHS`)",
+    "rule": "show a rule's documentation, or list every rule",
+    "explain": "from a device error or traceback to the line to change",
+    "confirm": "run the modules the static pass flagged and prove each finding",
+}
+DESCRIPTION = ("Find PyTorch device bugs: hardcoded CUDA, torch.load without map_location, "
+               "tensors left on the CPU.")
 
 
-def _check_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="devlint check",
-        description="Find PyTorch device bugs: hardcoded CUDA, torch.load without map_location, "
-        "tensors left on the CPU.",
-    )
-    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .); - reads standard input")
+# --- options shared by several commands ----------------------------------------------------------
+def _add_config_options(p) -> None:
+    p.add_argument("--config", type=Path, metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
+    p.add_argument("--isolated", action="store_true", help="ignore all configuration files")
+
+
+def _add_selection_options(p, extend: bool = False) -> None:
     p.add_argument("--select", action="append", metavar="CODES", help="rule codes or prefixes to enable (replaces the configured selection)")
-    p.add_argument("--extend-select", action="append", metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
+    if extend:
+        p.add_argument("--extend-select", action="append", metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
     p.add_argument("--ignore", action="append", metavar="CODES", help="rule codes or prefixes to disable")
+
+
+def _add_output_format(p, choices: Sequence[str]) -> None:
+    p.add_argument("--output-format", choices=choices, default="text", help="default: text")
+
+
+def _add_check_options(p) -> None:
+    """`devlint check`'s options, on its own parser and in `devlint --help`."""
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .); - reads standard input")
+    _add_selection_options(p, extend=True)
     p.add_argument("--fix", action="store_true", help="apply safe fixes")
     p.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (and mark) unsafe fixes")
     p.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="override unsafe-fixes = true")
     p.add_argument("--diff", action="store_true", help="print the diff --fix would apply and write nothing (exit 1 when a diff is pending)")
-    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
+    _add_output_format(p, ("text", "json", "json-lines", "sarif", "github"))
     p.add_argument("-o", "--output-file", type=Path, metavar="FILE", help="write the report to FILE instead of standard output")
     p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
     p.add_argument("--add-noqa", action="store_true", help="write `# noqa: CODE` on every finding's line")
@@ -39,26 +56,24 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="check every file again, ignoring .devlint_cache/")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help="where to keep the cache (default: .devlint_cache/ beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
-    p.add_argument("--config", type=Path, metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
-    p.add_argument("--isolated", action="store_true", help="ignore all configuration files")
+    _add_config_options(p)
     p.add_argument("--exclude", action="append", default=[], metavar="PATTERN", help="extra glob patterns to skip while walking directories")
-    p.add_argument("--version", action="version", version=f"devlint {__version__}")
-    return p
+    p.add_argument("-V", "--version", action="version", version=f"devlint {__version__}")
 
 
-def _rule_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="devlint rule", description="Show a rule's documentation.")
+def _add_rule_options(p) -> None:
     p.add_argument("code", nargs="?", help="a rule code, e.g. DEV003")
     p.add_argument("--all", action="store_true", help="list every rule")
-    p.add_argument("--output-format", choices=("text", "json"), default="text")
-    return p
+    _add_output_format(p, ("text", "json"))
 
 
-def _confirm_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="devlint confirm",
-        description="Run the modules the static pass flagged and tell, for each finding, whether it breaks.",
-    )
+def _add_explain_options(p) -> None:
+    p.add_argument("error", nargs="?", help="the error text, a file holding it, or - (default) for standard input")
+    _add_output_format(p, ("text", "json"))
+    _add_config_options(p)
+
+
+def _add_confirm_options(p) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); FILE.py::ClassName runs one class")
     p.add_argument("--device", choices=("auto", "cuda", "stand-in"), default="auto",
                    help="cuda: a real GPU; stand-in: no GPU needed (default when none is there)")
@@ -69,44 +84,55 @@ def _confirm_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", type=Path, metavar="FILE", help="the checkpoint a DEV002 finding loads")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="per file (default 120)")
     p.add_argument("--memory-mb", type=int, metavar="MB", help="address-space limit per file (default 8192)")
-    p.add_argument("--select", action="append", metavar="CODES")
-    p.add_argument("--ignore", action="append", metavar="CODES")
-    p.add_argument("--output-format", choices=("text", "json"), default="text")
-    p.add_argument("--config", type=Path, metavar="PYPROJECT")
-    p.add_argument("--isolated", action="store_true")
-    return p
+    _add_selection_options(p)
+    _add_output_format(p, ("text", "json"))
+    _add_config_options(p)
 
 
-def _explain_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="devlint explain",
-        description="Explain a PyTorch device error (a message or a whole traceback) and point at the line to change.",
+DESCRIPTIONS = {
+    "check": DESCRIPTION,
+    "rule": "Show a rule's documentation.",
+    "explain": "Explain a PyTorch device error (a message or a whole traceback) and point at the line to change.",
+    "confirm": "Run the modules the static pass flagged and tell, for each finding, whether it breaks.",
+}
+OPTIONS = {"check": _add_check_options, "rule": _add_rule_options,
+           "explain": _add_explain_options, "confirm": _add_confirm_options}
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The `devlint` parser and its subcommands' parsers, by name."""
+    parser = argparse.ArgumentParser(
+        prog="devlint",
+        usage="devlint [check] [options] [PATH ...]\n       devlint {rule,explain,confirm} [options] ...",
+        description=DESCRIPTION,
     )
-    p.add_argument("error", nargs="?", help="the error text, a file holding it, or - (default) for standard input")
-    p.add_argument("--output-format", choices=("text", "json"), default="text")
-    p.add_argument("--config", type=Path, metavar="PYPROJECT")
-    p.add_argument("--isolated", action="store_true")
-    return p
+    commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", prog="devlint",
+                                     help="`devlint COMMAND --help` shows a command's options")
+    by_name = {}
+    for name, add_options in OPTIONS.items():
+        by_name[name] = commands.add_parser(name, help=COMMANDS[name], description=DESCRIPTIONS[name])
+        add_options(by_name[name])
+    return parser, by_name
+
+
+def _print_help() -> None:
+    """`devlint --help`: the commands, then check's options (bare `devlint PATHS` is a check)."""
+    parser, _ = _parsers()
+    # On this parser only: where it parses, a second PATH positional would overwrite check's paths.
+    _add_check_options(parser.add_argument_group("check options"))
+    parser.print_help()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["--version"], ["-V"]):
-        print(f"devlint {__version__}")
-        return EXIT_CLEAN
     if argv[:1] in (["-h"], ["--help"]):
-        _check_parser().print_help()
-        print("\nother commands:\n  devlint rule CODE   show a rule's documentation (devlint rule --all lists them)")
+        _print_help()
         return EXIT_CLEAN
-    command = argv.pop(0) if argv and argv[0] in SUBCOMMANDS else "check"
+    command = argv.pop(0) if argv and argv[0] in COMMANDS else "check"
+    run = {"check": run_check, "rule": run_rule, "confirm": run_confirm, "explain": run_explain}[command]
     try:
-        if command == "rule":
-            return run_rule(_rule_parser().parse_args(argv))
-        if command == "confirm":
-            return run_confirm(_confirm_parser().parse_args(argv))
-        if command == "explain":
-            return run_explain(_explain_parser().parse_args(argv))
-        return run_check(_check_parser().parse_args(argv))
+        # The command's own parser, so that its usage errors name it (`devlint confirm: error: ...`).
+        return run(_parsers()[1][command].parse_args(argv))
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     except KeyboardInterrupt:
@@ -166,7 +192,7 @@ def run_check(args: argparse.Namespace) -> int:
         for path, problem in discover(paths, settings, args.force_exclude):
             if problem is not None:
                 missing = True
-                reports.append(FileReport(path, _display(path, cwd), error=problem))
+                reports.append(FileReport(path, _display(path, cwd)).fail(problem))
             else:
                 items.append((path, _display(path, cwd)))
         cache_dir = None if args.no_cache else (args.cache_dir or settings.root / ".devlint_cache")
@@ -323,7 +349,7 @@ def run_confirm(args: argparse.Namespace) -> int:
     for root, only in targets:
         options.only_class = only
         for path, problem in discover([root], settings):
-            report = check_file(path, settings, _display(path, cwd)) if problem is None else FileReport(path, str(path), error=problem)
+            report = check_file(path, settings, _display(path, cwd)) if problem is None else FileReport(path, str(path)).fail(problem)
             reports.append(report)
             if report.findings and not report.error:
                 source = decode(path.read_bytes())[0]
@@ -344,7 +370,7 @@ def run_confirm(args: argparse.Namespace) -> int:
     else:
         for report in reports:
             if report.error:
-                print(f"{report.display}:{report.error_row}:{report.error_column}: error: {report.error}", file=sys.stderr)
+                print(output.text_line(report, report.error), file=sys.stderr)
             for f, v in zip(report.findings, verdicts.get(id(report), [])):
                 print(f"{report.display}:{f.row}:{f.column}: {f.code} [{v.status}] {f.message}")
                 where = ", ".join(x for x in (

@@ -31,7 +31,6 @@ class FileReport:
     diff: str = ""
     new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
     unfixed: list[Finding] = field(default_factory=list)  # the findings before the fixes
-    cache_key: Optional[str] = None  # set when the report came from the cache
 
     @property
     def diagnostics(self) -> list[Finding]:
@@ -342,6 +341,18 @@ class FindingCache:
         self.root = root / __version__
         self.settings = settings
         self.codes = ",".join(sorted(settings.enabled_codes()))
+        self.marked = False
+
+    def _mark(self) -> None:
+        """CACHEDIR.TAG for backup tools, and a .gitignore so the cache never shows in `git status`."""
+        top = self.root.parent
+        for name, text in (
+            ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# devlint's cache: safe to delete.\n"),
+            (".gitignore", "# Automatically created by devlint.\n*\n"),
+        ):
+            if not (top / name).exists():
+                (top / name).write_text(text)
+        self.marked = True
 
     def _key(self, path: Path) -> Optional[tuple[str, bytes]]:
         try:
@@ -363,7 +374,6 @@ class FindingCache:
         diagnostics = [_finding_from(r) for r in record["diagnostics"]]
         report = FileReport(path, display, findings=[d for d in diagnostics if not d.is_file_error])
         report.error = next((d for d in diagnostics if d.is_file_error), None)
-        report.cache_key = key[0]
         return report
 
     def put(self, report: FileReport) -> None:
@@ -374,8 +384,8 @@ class FindingCache:
         target = self.root / key[0][:2] / f"{key[0]}.json"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            (self.root.parent / "CACHEDIR.TAG").exists() or (self.root.parent / "CACHEDIR.TAG").write_text(
-                "Signature: 8a477f597d28d172789f06886806bc55\n# devlint's cache: safe to delete.\n")
+            if not self.marked:
+                self._mark()
             temporary = target.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(json.dumps(record))
             os.replace(temporary, target)

@@ -29,16 +29,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from devlint import names  # imports nothing but Python
+
 STAND_IN = "meta"
-FACTORIES = {
-    getattr(torch, name)
-    for name in (
-        "zeros ones empty full rand randn randint randperm arange range linspace logspace eye tensor"
-        " empty_strided tril_indices triu_indices as_tensor from_numpy"
-    ).split()
-    if hasattr(torch, name)
-}
-LEGACY = {getattr(torch, n) for n in "Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor BoolTensor ByteTensor".split()}
+
+
+def _torch_callables(qualified_names) -> set:
+    """`torch.zeros` -> the function torch.zeros (names this torch version lacks are left out)."""
+    attributes = (name.split(".", 1)[1] for name in qualified_names)
+    return {getattr(torch, a) for a in attributes if hasattr(torch, a)}
+
+
+# The static rules' vocabulary: the child watches the calls that DEV003 flags.
+FACTORIES = _torch_callables(names.FACTORIES | {names.AS_TENSOR, names.FROM_NUMPY})
+LEGACY = _torch_callables(names.LEGACY_CONSTRUCTORS)
 # Ops where CUDA accepts CPU tensors beside device tensors (indices, copies), besides one 0-dim
 # CPU scalar in an elementwise op.
 TOLERATED = {"aten.copy_.default", "aten._to_copy.default", "aten.index.Tensor", "aten.index_put_.default",
