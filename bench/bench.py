@@ -7,10 +7,15 @@ bytecode caches, as on any installation (PYTHONDONTWRITEBYTECODE is dropped), an
 and warm runs must report the same findings.
 
     python bench/bench.py --corpus DIR [--quick] [--jobs N] [--torchfix PATH] [--runs 3]
+                          [--baseline SRC]
 
 DIR is the unpacked corpus (the last line printed by the corpus fetch script); --quick keeps
 the timm package only. TorchFix runs from PATH (default: `torchfix` on PATH); it is skipped if
 absent. TorchFix pins an older libcst, so give it a virtual environment of its own.
+
+--baseline SRC runs another devlint (the `src` folder of a checkout of an earlier version)
+beside this one: cold, warm and `--select DEV002` runs alternate between the two, and the
+table gives this version's time over the baseline's, with whether their findings agree.
 """
 from __future__ import annotations
 
@@ -34,14 +39,17 @@ for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.py")):
 """
 
 
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+THIS_SOURCE = Path(__file__).resolve().parents[1] / "src"
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(THIS_SOURCE)}
 
 
-def run(command: list[str], cwd: Path | None = None, output: Path | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak MB, exit status) of one whole process; its stdout goes to `output`."""
+def run(command: list[str], cwd: Path | None = None, output: Path | None = None, source: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak MB, exit status) of one whole process; its stdout goes to `output`.
+    `source`: the devlint source folder it imports."""
+    env = {**ENV, "PYTHONPATH": str(source)} if source is not None else ENV
     with open(output or os.devnull, "wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
     return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
@@ -52,6 +60,26 @@ def median_run(command: list[str], runs: int, cwd: Path | None = None, output: P
     return statistics.median(r[0] for r in results), max(r[1] for r in results)
 
 
+def side_by_side(commands: dict[str, list[str]], baseline: Path, runs: int, tmp: Path) -> list[tuple[str, float, float, bool]]:
+    """(name, this version's median seconds, the baseline's, same output) per command; the two
+    versions alternate run by run, so both see the same moods of the machine."""
+    rows = []
+    for name, command in commands.items():
+        times: dict[str, list[float]] = {"this": [], "baseline": []}
+        outputs = {}
+        for _ in range(runs):
+            for version, source in (("this", THIS_SOURCE), ("baseline", baseline)):
+                cache = tmp / f"cache-{version}"
+                full = [c.replace("{cache}", str(cache)) for c in command]
+                if "{cache}" in command and not cache.exists():
+                    run(full, source=source)  # fill the cache
+                outputs[version] = tmp / f"{version}.json"
+                times[version].append(run(full, output=outputs[version], source=source)[0])
+        same = outputs["this"].read_bytes() == outputs["baseline"].read_bytes()
+        rows.append((name, statistics.median(times["this"]), statistics.median(times["baseline"]), same))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True)
@@ -59,6 +87,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--torchfix", default=shutil.which("torchfix"))
     parser.add_argument("--runs", type=int, default=3, help="runs of each command but TorchFix (the median is shown)")
+    parser.add_argument("--baseline", type=Path, metavar="SRC", help="the src folder of another devlint to run beside this one")
     args = parser.parse_args()
     corpus = args.corpus
     if args.quick:
@@ -78,6 +107,7 @@ def main() -> None:
         same_findings = cold_out.read_bytes() == warm_out.read_bytes()
         small = Path(tmp) / "small.py"
         small.write_text("import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n")
+        rows["devlint --select DEV002, cold"] = median_run([*devlint, "--no-cache", "--select", "DEV002", str(corpus)], args.runs)
         rows["devlint, one small file"] = median_run([py, "-m", "devlint", "--isolated", "--no-cache", str(small)], args.runs)
         rows["flake8 --version"] = median_run([py, "-m", "flake8", "--version"], args.runs)
         rows["serial libcst.parse_module (parse floor)"] = median_run(
@@ -86,6 +116,12 @@ def main() -> None:
         if args.torchfix:
             rows[f"TorchFix --select ALL -j {args.jobs}"] = median_run(
                 [args.torchfix, "--select", "ALL", "-j", str(args.jobs), str(corpus)], 1, cwd=Path(tmp))
+        if args.baseline:
+            compared = side_by_side({
+                "cold (no cache)": [*devlint, "--no-cache", str(corpus)],
+                "warm (cache, nothing changed)": [*devlint, "--cache-dir", "{cache}", str(corpus)],
+                "--select DEV002, cold": [*devlint, "--no-cache", "--select", "DEV002", str(corpus)],
+            }, args.baseline.resolve(), args.runs, Path(tmp))
 
     cold = rows["devlint, cold (no cache)"][0]
     print(f"{len(files)} files in {corpus.name}; jobs: {args.jobs}; {os.cpu_count()} cores; Python {sys.version.split()[0]}")
@@ -112,6 +148,12 @@ def main() -> None:
     for name, value, limit in targets:
         print(f"{name:<44} {value:>9.3f}  {'met' if value <= limit else 'NOT MET'}")
     print(f"{'cold and warm findings identical':<44} {'yes' if same_findings else 'NO'}")
+    print(f"{'--select DEV002 / all rules (cold)':<44} {rows['devlint --select DEV002, cold'][0] / cold:>9.3f}")
+    if args.baseline:
+        print(f"\nbeside the baseline ({args.baseline}), medians of {args.runs} alternating runs:")
+        print(f"{'command':<44} {'this':>9} {'baseline':>9} {'this/base':>10}  same findings")
+        for name, this, base, same in compared:
+            print(f"{name:<44} {this:>9.2f} {base:>9.2f} {this / base:>10.3f}  {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -333,12 +333,15 @@ def _check_portable(job) -> FileReport:
 
 
 class FindingCache:
-    """`.devlint_cache/<version>/`: one JSON file per (content, effective rules) key."""
+    """`.devlint_cache/<version>-<format>/`: one JSON file per (content, effective rules) key.
+    A record that does not read as this format is a miss."""
+
+    FORMAT = 2  # a file's diagnostics, its file error among them
 
     def __init__(self, root: Path, settings: Settings) -> None:
         from devlint import __version__
 
-        self.root = root / __version__
+        self.root = root / f"{__version__}-{self.FORMAT}"
         self.settings = settings
         self.codes = ",".join(sorted(settings.enabled_codes()))
         self.marked = False
@@ -369,9 +372,9 @@ class FindingCache:
             return None
         try:
             record = json.loads((self.root / key[0][:2] / f"{key[0]}.json").read_text())
-        except (OSError, ValueError):
+            diagnostics = [_finding_from(r) for r in record["diagnostics"]]
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        diagnostics = [_finding_from(r) for r in record["diagnostics"]]
         report = FileReport(path, display, findings=[d for d in diagnostics if not d.is_file_error])
         report.error = next((d for d in diagnostics if d.is_file_error), None)
         return report
