@@ -5,8 +5,26 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import edits, flow, syntax
-from devlint.engine import SAFE, NodeFix, Rule
+from devlint import edits, flow, names, syntax
+from devlint.engine import SAFE, UNSAFE, NodeFix, Rule
+
+INTEGRAL_DTYPES = frozenset(
+    "torch." + name
+    for name in "long int short int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool".split()
+)
+INTEGRAL_CONSTRUCTORS = frozenset(
+    "torch." + name for name in "LongTensor IntTensor ShortTensor ByteTensor CharTensor BoolTensor".split()
+)
+INTEGRAL_BY_DEFAULT = frozenset({"torch.randint", "torch.randperm", "torch.tril_indices", "torch.triu_indices"})
+INTEGRAL_CASTS = frozenset({"long", "int", "short", "bool", "byte", "char"})
+DTYPE_KEEPING_METHODS = frozenset(
+    "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t contiguous"
+    " flatten unflatten tril triu flip roll narrow select movedim clone detach cpu cuda".split()
+)
+INTEGRAL_OPERATORS = (
+    cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo,
+    cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift,
+)
 
 
 @dataclass
@@ -16,6 +34,8 @@ class _Candidate:
     value: cst.BaseExpression
     self_name: str
     after_init: bool  # nn.Module.__init__ has run when the assignment runs
+    single_tensor: bool  # not a list, tuple or dict of tensors (register_buffer takes one tensor)
+    integral: bool  # known to hold integers or bools: a dtype cast of the module leaves it as it is
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -25,7 +45,7 @@ class UnregisteredTensorAttribute(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.values = flow.TensorValues(self.facts)
+        self.values = TensorValues(self.facts)
         # class name -> every attribute name its instances may already have (None: unknown,
         # e.g. a base imported from elsewhere, where a property or attribute may stand).
         self.attributes: dict[str, Optional[set[str]]] = {}
@@ -55,20 +75,26 @@ class UnregisteredTensorAttribute(Rule):
             return
         klass_info = self.facts.class_info(frame.klass.node)
         methods = klass_info.methods if klass_info else {}
-        env = frame.data.setdefault(self.code, {})  # local name -> holds a tensor
-        is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
+        env = frame.data.setdefault(self.code, {})  # local name -> TENSOR, CONTAINER or None
+        integral_names = frame.data.setdefault("integral", set())
+        kind = self.values.kind(value, env, frame.self_name, methods)
+        integral = kind == TENSOR and is_integral(value, integral_names, self.facts)
         for target in targets:
             attribute = frame.self_attribute(target)
             if attribute is not None:
-                if is_tensor:
+                if kind is not None:
                     after_init = frame.method != "__init__" or frame.data.get("after_init", False)
                     frame.klass.data.setdefault(self.code, []).append(
-                        _Candidate(target, statement, value, frame.self_name, after_init)
+                        _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral)
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
                     frame.klass.data.setdefault("plain", set()).add(attribute)
             elif isinstance(target, cst.Name):
-                env[target.value] = is_tensor
+                env[target.value] = kind
+                if integral:
+                    integral_names.add(target.value)
+                else:
+                    integral_names.discard(target.value)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         klass = self.ctx.klass
@@ -111,7 +137,7 @@ class UnregisteredTensorAttribute(Rule):
 def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
     statement = candidate.statement
     single_target = isinstance(statement, cst.AnnAssign) or len(statement.targets) == 1
-    if not (candidate.after_init and single_target) or isinstance(candidate.value, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
+    if not (candidate.after_init and single_target and candidate.single_tensor):
         return None
     call = edits.method_call(
         candidate.self_name,
@@ -119,7 +145,10 @@ def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
         [cst.Arg(edits.string(name)), cst.Arg(candidate.value), edits.keyword_arg("persistent", cst.Name("False"))],
     )
     replacement = cst.Expr(call, semicolon=statement.semicolon)
-    return NodeFix(SAFE, f'Register `{name}` as a non-persistent buffer', statement, replacement)
+    # A buffer follows `model.half()` / `model.to(torch.bfloat16)`, the plain attribute did not: only an
+    # integer or bool table is sure to come out of such a cast unchanged.
+    applicability = SAFE if candidate.integral else UNSAFE
+    return NodeFix(applicability, f'Register `{name}` as a non-persistent buffer', statement, replacement)
 
 
 def _is_base_init(call: cst.Call) -> bool:
@@ -131,3 +160,196 @@ def _is_base_init(call: cst.Call) -> bool:
     if isinstance(receiver, cst.Call):
         return syntax.dotted_name(receiver.func) == "super"
     return syntax.dotted_name(receiver) is not None
+
+
+TENSOR, CONTAINER = "tensor", "container"  # a tensor, or a list, tuple or dict holding one
+
+
+class TensorValues:
+    """Decides whether an expression builds a tensor (or a container of tensors), following
+    local names and same-file helpers."""
+
+    def __init__(self, facts) -> None:
+        self.facts = facts
+        self._returns: dict[cst.FunctionDef, Optional[str]] = {}
+
+    def kind(self, expr: cst.BaseExpression, env: dict[str, Optional[str]], self_name: Optional[str] = None,
+             methods: Optional[dict] = None) -> Optional[str]:
+        """TENSOR, CONTAINER, or None (no tensor, or not known to be one)."""
+        facts = self.facts
+        if isinstance(expr, cst.Call):
+            qualified = facts.resolve(expr.func)
+            if qualified in names.TENSOR_SOURCES:
+                return TENSOR
+            if qualified in flow.PARAMETER_CLASSES:
+                return None
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in names.NON_TENSOR_METHODS:
+                    return None
+                if self_name is not None and isinstance(func.value, cst.Name) and func.value.value == self_name:
+                    defs = (methods or {}).get(func.attr.value, [])
+                    return _all_kinds([self.returned_kind(d, self_name, methods) for d in defs])
+                if qualified is None:
+                    receiver = self.kind(func.value, env, self_name, methods)
+                    if receiver is not None:
+                        return receiver
+            elif isinstance(func, cst.Name) and func.value not in facts.aliases:
+                defs = [info.node for info in facts.module_functions(func.value)]
+                return _all_kinds([self.returned_kind(d, None, None) for d in defs])
+            if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
+                held = any(self._holds_tensor(a.value, env, self_name, methods) for a in expr.args if a.keyword is None)
+                return TENSOR if held else None
+            return None
+        if isinstance(expr, cst.Name):
+            return env.get(expr.value)
+        if isinstance(expr, cst.BinaryOperation):
+            return _any_kind(self.kind(expr.left, env, self_name, methods), self.kind(expr.right, env, self_name, methods))
+        if isinstance(expr, cst.UnaryOperation):
+            return self.kind(expr.expression, env, self_name, methods)
+        if isinstance(expr, cst.Subscript):
+            return self.kind(expr.value, env, self_name, methods)
+        if isinstance(expr, cst.IfExp):
+            return _any_kind(self.kind(expr.body, env, self_name, methods), self.kind(expr.orelse, env, self_name, methods))
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "data"):
+            return self.kind(expr.value, env, self_name, methods)
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
+            return CONTAINER if self._holds_tensor(expr, env, self_name, methods) else None
+        return None
+
+    def _holds_tensor(self, expr, env, self_name, methods) -> bool:
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return any(self.kind(e.value, env, self_name, methods) is not None for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return any(
+                isinstance(e, cst.DictElement) and self.kind(e.value, env, self_name, methods) is not None
+                for e in expr.elements
+            )
+        return self.kind(expr, env, self_name, methods) is not None
+
+    def returned_kind(self, func: cst.FunctionDef, self_name: Optional[str], methods: Optional[dict]) -> Optional[str]:
+        """What every `return` of func gives (None when one of them gives no tensor)."""
+        if func in self._returns:
+            return self._returns[func]
+        self._returns[func] = None  # recursion guard
+        env: dict[str, Optional[str]] = {}
+        results = []
+        for node in syntax.walk_expressions(func.body):
+            if isinstance(node, cst.Yield):  # a generator returns no tensor
+                results.append(None)
+            elif isinstance(node, cst.Assign):
+                value = self.kind(node.value, env, self_name, methods)
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        env[target.target.value] = value
+            elif isinstance(node, cst.Return):
+                results.append(self.kind(node.value, env, self_name, methods) if node.value is not None else None)
+        self._returns[func] = _all_kinds(results)
+        return self._returns[func]
+
+
+def _any_kind(*kinds: Optional[str]) -> Optional[str]:
+    """One of several values: a container where any may be one."""
+    if CONTAINER in kinds:
+        return CONTAINER
+    return TENSOR if TENSOR in kinds else None
+
+
+def _all_kinds(kinds: list[Optional[str]]) -> Optional[str]:
+    """A value that is each of `kinds` in turn (every return of a function): None where any is None."""
+    if not kinds or None in kinds:
+        return None
+    return _any_kind(*kinds)
+
+
+def is_integral(expr: cst.BaseExpression, integral_names: set[str], facts) -> bool:
+    """Whether the tensor `expr` builds is known to hold integers or bools."""
+    if isinstance(expr, cst.Name):
+        return expr.value in integral_names
+    if isinstance(expr, cst.Comparison):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return not isinstance(expr.operator, cst.Not) and is_integral(expr.expression, integral_names, facts)
+    if isinstance(expr, cst.BinaryOperation):
+        return isinstance(expr.operator, INTEGRAL_OPERATORS) and all(
+            _is_int_literal(side) or is_integral(side, integral_names, facts) for side in (expr.left, expr.right)
+        )
+    if isinstance(expr, (cst.Subscript, cst.IfExp)):
+        parts = [expr.value] if isinstance(expr, cst.Subscript) else [expr.body, expr.orelse]
+        return all(is_integral(part, integral_names, facts) for part in parts)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("T", "mT", "data") and is_integral(expr.value, integral_names, facts)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    qualified = facts.resolve(func)
+    if qualified in names.TENSOR_SOURCES:
+        return _source_is_integral(expr, qualified, facts)
+    if not isinstance(func, cst.Attribute) or qualified is not None:
+        return False
+    method = func.attr.value
+    if method in INTEGRAL_CASTS and not expr.args:
+        return True
+    if method == "to":
+        dtype = _dtype_argument(expr, facts)
+        if dtype is not None:
+            return dtype in INTEGRAL_DTYPES
+        if not _moves_only(expr):
+            return False
+    elif method not in DTYPE_KEEPING_METHODS:
+        return False
+    return is_integral(func.value, integral_names, facts)
+
+
+def _source_is_integral(call: cst.Call, source: str, facts) -> bool:
+    dtype = syntax.keyword(call, "dtype")
+    if dtype is not None:
+        return facts.resolve(dtype.value) in INTEGRAL_DTYPES
+    if source in INTEGRAL_CONSTRUCTORS or source in INTEGRAL_BY_DEFAULT:
+        return True
+    args = syntax.positional(call)
+    if source == "torch.arange":
+        return bool(args) and all(_is_int_literal(a.value) for a in args)
+    if source in ("torch.tensor", names.AS_TENSOR):
+        return len(args) == 1 and _holds_only_integers(args[0].value)
+    return False
+
+
+def _dtype_argument(call: cst.Call, facts) -> Optional[str]:
+    """The dtype `.to(...)` converts to, when it names one."""
+    dtype = syntax.keyword(call, "dtype")
+    if dtype is not None:
+        return facts.resolve(dtype.value) or ""
+    for arg in syntax.positional(call):
+        qualified = facts.resolve(arg.value)
+        if qualified in names.DTYPE_NAMES:
+            return qualified
+    return None
+
+
+def _moves_only(call: cst.Call) -> bool:
+    """`.to("cuda")`, `.to(device)`, `.to(device=d)`: a device, and nothing that may be a dtype or a tensor."""
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is not None:
+            if arg.keyword.value not in ("device", "non_blocking", "copy"):
+                return False
+        elif not (syntax.string_value(arg.value) is not None or "device" in (syntax.last_name(arg.value) or "")):
+            return False
+    return True
+
+
+def _is_int_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    return isinstance(expr, cst.Integer)
+
+
+def _holds_only_integers(expr: cst.BaseExpression) -> bool:
+    """`[1, 2]`, `[[0, 1], [1, 0]]`, `True`: integer or bool literals only."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(
+            isinstance(e, cst.Element) and _holds_only_integers(e.value) for e in expr.elements
+        )
+    return _is_int_literal(expr) or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))
