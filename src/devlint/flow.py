@@ -11,12 +11,11 @@ from typing import Callable, Iterator, Optional, Sequence
 import libcst as cst
 
 from devlint import names, syntax
+from devlint.analysis import values
 from devlint.facts import FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
-PARAMETER_CLASSES = frozenset(
-    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
-)
+
 
 
 @dataclass
@@ -27,26 +26,6 @@ class Fate:
     met: list[cst.BaseExpression] = field(default_factory=list)  # other values it meets
     name: Optional[str] = None  # for ASSIGNED: the local name it is bound to
     at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement
-
-
-def is_dtype_only_move(call: cst.Call, facts: FileFacts) -> bool:
-    """`.to(torch.float16)` / `.to(dtype=...)` converts but does not move."""
-    if not call.args or any(a.star for a in call.args):
-        return False
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value not in ("dtype", "non_blocking", "copy", "memory_format"):
-                return False
-        elif not _is_dtype(arg.value, facts):
-            return False
-    return True
-
-
-def _is_dtype(expr: cst.BaseExpression, facts: FileFacts) -> bool:
-    """`torch.float16`, or a `.dtype` attribute (`x.to(y.dtype)`)."""
-    if facts.resolve(expr) in names.DTYPE_NAMES:
-        return True
-    return isinstance(expr, (cst.Name, cst.Attribute)) and syntax.last_name(expr) == "dtype"
 
 
 def fate(
@@ -71,7 +50,7 @@ def fate(
         if isinstance(parent, cst.Attribute) and parent.value is cur:
             attr = parent.attr.value
             if isinstance(grand, cst.Call) and grand.func is parent:
-                if attr in names.MOVES and not (attr == "to" and is_dtype_only_move(grand, facts)):
+                if attr in names.MOVES and not (attr == "to" and values.is_dtype_only_move(grand, facts)):
                     return Fate(MOVE, met)
                 if attr in names.NON_TENSOR_METHODS:
                     return Fate(NON_TENSOR, met)
@@ -181,38 +160,6 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
     return out
 
 
-def _evaluation_order(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """A node's children, an assignment's value before its targets."""
-    children = syntax.children(node)
-    if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
-        children.remove(node.value)
-        children.insert(0, node.value)
-    return children
-
-
-def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, list]]:
-    """Nodes under root in evaluation order, each with its full ancestor path; nested
-    functions and classes are not entered."""
-    stack: list[tuple[cst.CSTNode, list]] = [(root, list(prefix) + [root])]
-    while stack:
-        node, path = stack.pop()
-        yield node, path
-        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        stack.extend((child, path + [child]) for child in reversed(_evaluation_order(node)))
-
-
-def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
-    """Like walk_with_paths, with only each node's parent: no path is built."""
-    stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(root, None)]
-    while stack:
-        node, parent = stack.pop()
-        yield node, parent
-        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        stack.extend((child, node) for child in reversed(_evaluation_order(node)))
-
-
 # --- tensor parameters and values derived from them ----------------------------------------
 def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False) -> list[str]:
     """Parameters that hold tensors, in declaration order (the first used one comes first)."""
@@ -316,76 +263,3 @@ def _holds_derived(node: cst.BaseExpression, derived: set[str], facts: FileFacts
     if isinstance(node, (cst.List, cst.Tuple)):
         return any(is_derived(e.value, derived, facts) for e in node.elements)
     return is_derived(node, derived, facts)
-
-
-# --- tensor-valued expressions (for attributes) ----------------------------------------------
-class TensorValues:
-    """Decides whether an expression builds a tensor, following local names and same-file helpers."""
-
-    def __init__(self, facts: FileFacts) -> None:
-        self.facts = facts
-        self._returns: dict[cst.FunctionDef, bool] = {}
-
-    def is_tensor(self, expr: cst.BaseExpression, env: dict[str, bool], self_name: Optional[str] = None,
-                  methods: Optional[dict] = None) -> bool:
-        facts = self.facts
-        if isinstance(expr, cst.Call):
-            qualified = facts.resolve(expr.func)
-            if qualified in names.TENSOR_SOURCES:
-                return True
-            if qualified in PARAMETER_CLASSES:
-                return False
-            func = expr.func
-            if isinstance(func, cst.Attribute):
-                if func.attr.value in names.NON_TENSOR_METHODS:
-                    return False
-                if self_name is not None and isinstance(func.value, cst.Name) and func.value.value == self_name:
-                    defs = (methods or {}).get(func.attr.value, [])
-                    return bool(defs) and all(self.returns_tensor(d, self_name, methods) for d in defs)
-                if qualified is None and self.is_tensor(func.value, env, self_name, methods):
-                    return True
-            elif isinstance(func, cst.Name) and func.value not in facts.aliases:
-                defs = [info.node for info in facts.module_functions(func.value)]
-                return bool(defs) and all(self.returns_tensor(d, None, None) for d in defs)
-            if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
-                return any(self._holds_tensor(a.value, env, self_name, methods) for a in expr.args if a.keyword is None)
-            return False
-        if isinstance(expr, cst.Name):
-            return env.get(expr.value, False)
-        if isinstance(expr, cst.BinaryOperation):
-            return self.is_tensor(expr.left, env, self_name, methods) or self.is_tensor(expr.right, env, self_name, methods)
-        if isinstance(expr, cst.UnaryOperation):
-            return self.is_tensor(expr.expression, env, self_name, methods)
-        if isinstance(expr, cst.Subscript):
-            return self.is_tensor(expr.value, env, self_name, methods)
-        if isinstance(expr, cst.IfExp):
-            return self.is_tensor(expr.body, env, self_name, methods) or self.is_tensor(expr.orelse, env, self_name, methods)
-        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "data"):
-            return self.is_tensor(expr.value, env, self_name, methods)
-        return self._holds_tensor(expr, env, self_name, methods) if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.Set)) else False
-
-    def _holds_tensor(self, expr, env, self_name, methods) -> bool:
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-            return any(self.is_tensor(e.value, env, self_name, methods) for e in expr.elements)
-        if isinstance(expr, cst.Dict):
-            return any(isinstance(e, cst.DictElement) and self.is_tensor(e.value, env, self_name, methods) for e in expr.elements)
-        return self.is_tensor(expr, env, self_name, methods)
-
-    def returns_tensor(self, func: cst.FunctionDef, self_name: Optional[str], methods: Optional[dict]) -> bool:
-        if func in self._returns:
-            return self._returns[func]
-        self._returns[func] = False  # recursion guard
-        env: dict[str, bool] = {}
-        results = []
-        for node in syntax.walk_expressions(func.body):
-            if isinstance(node, cst.Yield):  # a generator returns no tensor
-                results.append(False)
-            elif isinstance(node, cst.Assign):
-                value = self.is_tensor(node.value, env, self_name, methods)
-                for target in node.targets:
-                    if isinstance(target.target, cst.Name):
-                        env[target.target.value] = value
-            elif isinstance(node, cst.Return):
-                results.append(node.value is not None and self.is_tensor(node.value, env, self_name, methods))
-        self._returns[func] = bool(results) and all(results)
-        return self._returns[func]

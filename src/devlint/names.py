@@ -54,6 +54,15 @@ SHAPE_METHODS = frozenset(
     " cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log sqrt"
     " neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu".split()
 )
+# Methods whose result lives where their receiver does (for following a placed value).
+PLACEMENT_KEEPING_METHODS = frozenset(
+    "eval train requires_grad_ detach squeeze unsqueeze float double half long int bool clone contiguous view reshape flatten permute"
+    " transpose softmax log_softmax sigmoid argmax argmin max min sum mean round abs exp".split()
+)
+# Methods that place a module or a tensor, as a statement (`model.cuda()`, `model.to(device).eval()`).
+PLACING_METHODS = frozenset({"cuda", "to", "cpu"})
+# Calls that make a scope worth scanning for placements.
+SCAN_TRIGGERING_METHODS = frozenset({"cuda", "to", "numpy"})
 DTYPE_NAMES = frozenset(
     "torch." + name
     for name in (

@@ -1,3 +1,5 @@
+"""DEV003 factory-without-device: a tensor factory without `device=` whose CPU tensor meets
+tensors on other devices. Doc: rules/DEV003.md; fixture: tests/fixtures/DEV003.py."""
 from __future__ import annotations
 
 from typing import Optional
@@ -5,34 +7,46 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, flow, names, syntax
-from devlint.engine import UNSAFE, NodeFix, Rule
+from devlint.analysis.device_contexts import DeviceContexts
+from devlint.analysis.forward_time import ForwardTime
+from devlint.base import UNSAFE, FrameState, NodeFix, Rule
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}
 
 
 class FactoryWithoutDevice(Rule):
+    """A factory made without `device=` and not moved before use, anywhere in forward-time
+    code, or elsewhere where its value meets a tensor derived from a tensor parameter; the fix
+    adds `device=X.device` for the first tensor parameter X the function uses."""
+
     code = "DEV003"
     name = "factory-without-device"
     summary = "tensor factory without `device=` where the tensor meets device data"
+    fixes, applicabilities = "sometimes", (UNSAFE,)
+    requires = (DeviceContexts, ForwardTime)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._candidates: FrameState[list] = FrameState(list)  # per function: (call, source, path)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
         if frame is None:
             return
         source = self.facts.is_tensor_source(node)
-        if source is None or self.ctx.in_device_context:
+        if source is None or self.ctx[DeviceContexts].active:
             return
         if syntax.keyword(node, "device") or syntax.keyword(node, "out") or syntax.has_double_star(node):
             return
         args = syntax.positional(node)
         if source == "torch.tensor" and len(args) == 1 and syntax.is_number_literal(args[0].value):
             return  # a 0-dim CPU scalar may mix with tensors on any device
-        frame.data.setdefault(self.code, []).append((node, source, list(self.ctx.ancestors)))
+        self._candidates[frame].append((node, source, list(self.ctx.ancestors)))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         frame = self.ctx.function
-        candidates = frame.data.get(self.code)
+        candidates = self._candidates.pop(frame)
         if not candidates:
             return
         function = _Function(node, self.facts, is_forward=node.name.value == "forward" and frame.in_module_class)
@@ -60,7 +74,7 @@ class FactoryWithoutDevice(Rule):
                     fix,
                 )
 
-        self.ctx.when_forward_time_known(frame, decide)
+        self.ctx[ForwardTime].when_known(frame, decide)
 
 
 class _Function:
@@ -129,7 +143,7 @@ class _Function:
         used_before_move = meets = False
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked name it binds to the value
-        for node, node_path in flow.walk_with_paths(self.node, []):
+        for node, node_path in syntax.walk_with_paths(self.node, []):
             if node is binding:
                 started = True
                 continue

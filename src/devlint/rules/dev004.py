@@ -1,12 +1,18 @@
+"""DEV004 unregistered-tensor-attribute: a tensor stored on an nn.Module as a plain attribute.
+Doc: rules/DEV004.md; fixture: tests/fixtures/DEV004.py."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
-from devlint import edits, flow, names, syntax
-from devlint.engine import SAFE, UNSAFE, NodeFix, Rule
+from devlint import edits, names, syntax
+from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
+
+PARAMETER_CLASSES = frozenset(
+    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
+)
 
 INTEGRAL_DTYPES = frozenset(
     "torch." + name
@@ -38,14 +44,35 @@ class _Candidate:
     integral: bool  # known to hold integers or bools: a dtype cast of the module leaves it as it is
 
 
+@dataclass
+class _ClassState:
+    candidates: list[_Candidate] = field(default_factory=list)
+    buffers: set[str] = field(default_factory=set)  # names given to register_buffer
+    plain: set[str] = field(default_factory=set)  # attributes set to something else than a tensor
+
+
+@dataclass
+class _FunctionState:
+    after_init: bool = False  # `super().__init__()` was called
+    kinds: dict[str, Optional[str]] = field(default_factory=dict)  # local name -> TENSOR, CONTAINER or None
+    integral_names: set[str] = field(default_factory=set)  # local names holding integer or bool tensors
+
+
 class UnregisteredTensorAttribute(Rule):
+    """`self.NAME = <tensor>` in a method of an nn.Module class (directly, through a local
+    name, or through a same-file helper); the fix registers a non-persistent buffer, safe only
+    for an integer or bool tensor."""
+
     code = "DEV004"
     name = "unregistered-tensor-attribute"
     summary = "tensor stored on a module as a plain attribute instead of a buffer"
+    fixes, applicabilities = "sometimes", (SAFE, UNSAFE)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.values = TensorValues(self.facts)
+        self._classes: FrameState[_ClassState] = FrameState(_ClassState)
+        self._functions: FrameState[_FunctionState] = FrameState(_FunctionState)
         # class name -> every attribute name its instances may already have (None: unknown,
         # e.g. a base imported from elsewhere, where a property or attribute may stand).
         self.attributes: dict[str, Optional[set[str]]] = {}
@@ -58,9 +85,12 @@ class UnregisteredTensorAttribute(Rule):
             name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
             name = syntax.string_value(name_arg.value) if name_arg is not None else None
             if name is not None:
-                frame.klass.data.setdefault("buffers", set()).add(name)
+                self._classes[frame.klass].buffers.add(name)
         elif _is_base_init(node):
-            frame.data["after_init"] = True
+            self._functions[frame].after_init = True
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.pop(self.ctx.function)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assign(node, [t.target for t in node.targets], node.value)
@@ -75,20 +105,20 @@ class UnregisteredTensorAttribute(Rule):
             return
         klass_info = self.facts.class_info(frame.klass.node)
         methods = klass_info.methods if klass_info else {}
-        env = frame.data.setdefault(self.code, {})  # local name -> TENSOR, CONTAINER or None
-        integral_names = frame.data.setdefault("integral", set())
+        state = self._functions[frame]
+        env, integral_names = state.kinds, state.integral_names
         kind = self.values.kind(value, env, frame.self_name, methods)
         integral = kind == TENSOR and is_integral(value, integral_names, self.facts)
         for target in targets:
             attribute = frame.self_attribute(target)
             if attribute is not None:
                 if kind is not None:
-                    after_init = frame.method != "__init__" or frame.data.get("after_init", False)
-                    frame.klass.data.setdefault(self.code, []).append(
+                    after_init = frame.method != "__init__" or state.after_init
+                    self._classes[frame.klass].candidates.append(
                         _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral)
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
-                    frame.klass.data.setdefault("plain", set()).add(attribute)
+                    self._classes[frame.klass].plain.add(attribute)
             elif isinstance(target, cst.Name):
                 env[target.value] = kind
                 if integral:
@@ -97,13 +127,12 @@ class UnregisteredTensorAttribute(Rule):
                     integral_names.discard(target.value)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        klass = self.ctx.klass
-        buffers = klass.data.get("buffers", set())
-        existing = self._existing_attributes(node, klass.data.get("plain", set()))
+        state = self._classes.pop(self.ctx.klass) or _ClassState()
+        existing = self._existing_attributes(node, state.plain)
         self.attributes[node.name.value] = existing
-        for candidate in klass.data.get(self.code, []):
+        for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in buffers:
+            if name in state.buffers:
                 continue
             self.report(
                 candidate.target,
@@ -181,7 +210,7 @@ class TensorValues:
             qualified = facts.resolve(expr.func)
             if qualified in names.TENSOR_SOURCES:
                 return TENSOR
-            if qualified in flow.PARAMETER_CLASSES:
+            if qualified in PARAMETER_CLASSES:
                 return None
             func = expr.func
             if isinstance(func, cst.Attribute):
@@ -195,7 +224,7 @@ class TensorValues:
                     if receiver is not None:
                         return receiver
             elif isinstance(func, cst.Name) and func.value not in facts.aliases:
-                defs = [info.node for info in facts.module_functions(func.value)]
+                defs = facts.module_functions(func.value)
                 return _all_kinds([self.returned_kind(d, None, None) for d in defs])
             if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
                 held = any(self._holds_tensor(a.value, env, self_name, methods) for a in expr.args if a.keyword is None)
