@@ -30,6 +30,8 @@ LOADERS = {
 
 # Methods that move a tensor to another device (`.to(dtype)` is checked separately).
 MOVES = frozenset({"to", "type_as", "cuda"})
+# Attributes that are the tensor itself, seen another way (transposed, detached, a part).
+TENSOR_VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 # Methods and attributes whose result is not a tensor.
 NON_TENSOR_METHODS = frozenset(
     "item tolist numpy size dim numel nelement element_size get_device data_ptr is_contiguous"
