@@ -28,18 +28,71 @@ LOADERS = {
     "torch.utils.model_zoo.load_url": 2,
 }
 
-# Methods that move a tensor to another device (`.to(dtype)` is checked separately).
-MOVES = frozenset({"to", "type_as", "cuda"})
-# Attributes that are the tensor itself, seen another way (transposed, detached, a part).
-TENSOR_VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
-# Methods and attributes whose result is not a tensor.
-NON_TENSOR_METHODS = frozenset(
-    "item tolist numpy size dim numel nelement element_size get_device data_ptr is_contiguous"
-    " stride storage_offset is_floating_point is_complex ndimension".split()
+# --- what a tensor's methods and attributes give: one table, one role a name -----------------
+KEEPS_DEVICE = "keeps-device"  # a tensor where the receiver is, made from it alone (shape, dtype, reductions)
+MOVES_TO_DEVICE = "moves-to-device"  # `.to(d)`, `.cuda()` (`.to(dtype)` is told apart where it matters)
+MOVES_TO_TENSOR = "moves-to-tensor"  # `.type_as(t)`: to where t is
+TO_HOST = "to-host"  # `.cpu()`
+NON_TENSOR = "non-tensor"  # no tensor comes out
+VIEW = "view"  # an attribute that is the tensor itself, seen another way
+
+TENSOR_METHODS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t"
+            " contiguous flatten unflatten tril triu flip roll narrow split chunk select movedim type"
+            " float double half bfloat16 long int short bool byte char clone detach requires_grad_ fill_ zero_"
+            " cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log sqrt"
+            " neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu"
+        ).split(),
+        KEEPS_DEVICE,
+    ),
+    "to": MOVES_TO_DEVICE,
+    "cuda": MOVES_TO_DEVICE,
+    "type_as": MOVES_TO_TENSOR,
+    "cpu": TO_HOST,
+    **dict.fromkeys(
+        (
+            "item tolist numpy size dim numel nelement element_size get_device data_ptr is_contiguous"
+            " stride storage_offset is_floating_point is_complex ndimension"
+        ).split(),
+        NON_TENSOR,
+    ),
+}
+TENSOR_ATTRIBUTES: dict[str, str] = {
+    **dict.fromkeys("T mT H mH data real imag".split(), VIEW),
+    **dict.fromkeys(
+        "shape dtype device ndim is_cuda requires_grad is_leaf layout names grad_fn is_sparse".split(), NON_TENSOR
+    ),
+}
+
+
+def tensor_methods(*roles: str) -> frozenset[str]:
+    return frozenset(name for name, role in TENSOR_METHODS.items() if role in roles)
+
+
+# The questions the rules ask of the table.
+MOVES = tensor_methods(MOVES_TO_DEVICE, MOVES_TO_TENSOR)
+NON_TENSOR_METHODS = tensor_methods(NON_TENSOR)
+SHAPE_METHODS = tensor_methods(KEEPS_DEVICE)  # host-only methods: neither a use nor a move
+TENSOR_VIEW_ATTRIBUTES = frozenset(name for name, role in TENSOR_ATTRIBUTES.items() if role == VIEW)
+NON_TENSOR_ATTRIBUTES = frozenset(name for name, role in TENSOR_ATTRIBUTES.items() if role == NON_TENSOR)
+# nn.Module methods that return the module itself (`model.cuda().eval()`).
+MODULE_RETURNING_METHODS = frozenset({"eval", "train"})
+# What DEV007/DEV008 follow from a placed value: the modules' own, and a part of KEEPS_DEVICE (the
+# rest would widen those rules: `x.cuda().repeat(2).numpy()` is not flagged today).
+PLACEMENT_KEEPING_METHODS = MODULE_RETURNING_METHODS | (
+    SHAPE_METHODS
+    & frozenset(
+        "requires_grad_ detach squeeze unsqueeze float double half long int bool clone contiguous view reshape flatten"
+        " permute transpose softmax log_softmax sigmoid argmax argmin max min sum mean round abs exp".split()
+    )
 )
-NON_TENSOR_ATTRIBUTES = frozenset(
-    "shape dtype device ndim is_cuda requires_grad is_leaf layout names grad_fn is_sparse".split()
-)
+# Methods that place a module or a tensor, as a statement (`model.cuda()`, `model.to(device).eval()`).
+PLACING_METHODS = tensor_methods(MOVES_TO_DEVICE, TO_HOST)
+# Calls that make a scope worth scanning for placements.
+SCAN_TRIGGERING_METHODS = tensor_methods(MOVES_TO_DEVICE) | {"numpy"}
+
 NON_TENSOR_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "repr", "isinstance", "type", "id", "print"})
 # Attributes and methods only tensors have: a parameter used with one is a tensor parameter.
 TENSOR_ONLY_MEMBERS = frozenset(
@@ -48,23 +101,6 @@ TENSOR_ONLY_MEMBERS = frozenset(
     " is_cuda detach clone index_select gather scatter scatter_add flatten unflatten float half long"
     " bool int double bfloat16 item tolist numpy cpu matmul bmm softmax log_softmax sigmoid".split()
 )
-# Methods on a tensor that keep it where it is and take no other tensor.
-SHAPE_METHODS = frozenset(
-    "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t"
-    " contiguous flatten unflatten tril triu flip roll narrow split chunk select movedim type"
-    " float double half bfloat16 long int short bool byte char clone detach requires_grad_ fill_ zero_"
-    " cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log sqrt"
-    " neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu".split()
-)
-# Methods whose result lives where their receiver does (for following a placed value).
-PLACEMENT_KEEPING_METHODS = frozenset(
-    "eval train requires_grad_ detach squeeze unsqueeze float double half long int bool clone contiguous view reshape flatten permute"
-    " transpose softmax log_softmax sigmoid argmax argmin max min sum mean round abs exp".split()
-)
-# Methods that place a module or a tensor, as a statement (`model.cuda()`, `model.to(device).eval()`).
-PLACING_METHODS = frozenset({"cuda", "to", "cpu"})
-# Calls that make a scope worth scanning for placements.
-SCAN_TRIGGERING_METHODS = frozenset({"cuda", "to", "numpy"})
 DTYPE_NAMES = frozenset(
     "torch." + name
     for name in (

@@ -10,6 +10,8 @@ import libcst as cst
 from devlint import edits, names, syntax
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 
+# The view attributes followed to a tensor (`mH`, `real`, `imag` are not, which keeps the rule's findings as they were).
+VIEWS_FOLLOWED = names.TENSOR_VIEW_ATTRIBUTES - {"mH", "real", "imag"}
 PARAMETER_CLASSES = frozenset(
     {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
 )
@@ -240,7 +242,7 @@ class TensorValues:
             return self.kind(expr.value, env, self_name, methods)
         if isinstance(expr, cst.IfExp):
             return _any_kind(self.kind(expr.body, env, self_name, methods), self.kind(expr.orelse, env, self_name, methods))
-        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "H", "data"):
+        if isinstance(expr, cst.Attribute) and expr.attr.value in VIEWS_FOLLOWED:
             return self.kind(expr.value, env, self_name, methods)
         if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
             return CONTAINER if self._holds_tensor(expr, env, self_name, methods) else None
