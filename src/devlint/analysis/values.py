@@ -2,9 +2,19 @@
 follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Optional
+
 import libcst as cst
 
 from devlint import names, syntax
+
+PARAMETER_CLASSES = frozenset(
+    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
+)
+# The view attributes followed to the tensor (`mH`, `real`, `imag` are not: following them would
+# widen DEV004's findings).
+VIEWS_FOLLOWED = names.TENSOR_VIEW_ATTRIBUTES - {"mH", "real", "imag"}
 
 
 def is_dtype_only_move(call: cst.Call, facts) -> bool:
@@ -25,3 +35,147 @@ def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
     if facts.resolve(expr) in names.DTYPE_NAMES:
         return True
     return isinstance(expr, (cst.Name, cst.Attribute)) and syntax.last_name(expr) == "dtype"
+
+
+# --- what an expression holds --------------------------------------------------------------
+TENSOR = "tensor"  # a tensor
+CONTAINER = "container"  # a list, tuple, set or dict holding one
+NON_TENSOR = "non-tensor"  # a number, a shape, a dtype: no tensor comes out
+PARAMETERS = "parameters"  # a place: where the function's tensor parameters live
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an expression holds (`kind`: TENSOR, CONTAINER, NON_TENSOR or None, not known) and
+    where it lives (`place`: PARAMETERS, or None, not known: a CPU tensor made here, or anything
+    this model does not follow)."""
+
+    kind: Optional[str] = None
+    place: Optional[str] = None
+
+
+UNKNOWN = Value()
+
+
+class ValueModel:
+    """The evaluator: `of(expr)` for an expression of one function.
+
+    `names` gives the value a local name holds. `returns`, where given, gives what a call of
+    a same-file function or method returns (or None: not such a call). A rule asks only the
+    part it needs: DEV003 where a value lives (`place`), DEV004 whether it is a tensor (`kind`).
+    """
+
+    def __init__(self, facts, names: Callable[[str], Value],
+                 returns: Optional[Callable[[cst.Call], Optional[Value]]] = None) -> None:
+        self.facts = facts
+        self.names = names
+        self.returns = returns
+
+    def of(self, expr: cst.BaseExpression) -> Value:
+        step = _EXPRESSIONS.get(type(expr))
+        return step(self, expr) if step is not None else UNKNOWN
+
+    def _name(self, expr: cst.Name) -> Value:
+        return self.names(expr.value)
+
+    def _attribute(self, expr: cst.Attribute) -> Value:
+        attr = expr.attr.value
+        if attr in names.NON_TENSOR_ATTRIBUTES:
+            return Value(NON_TENSOR)
+        receiver = self.of(expr.value)
+        if attr in VIEWS_FOLLOWED:
+            return receiver
+        return Value(None, receiver.place)  # `x.real`, `x.grad`: somewhere near x, not known to be a tensor
+
+    def _subscript(self, expr: cst.Subscript) -> Value:
+        return self.of(expr.value)
+
+    def _binary(self, expr: cst.BinaryOperation) -> Value:
+        return _either(self.of(expr.left), self.of(expr.right))
+
+    def _comparison(self, expr: cst.Comparison) -> Value:
+        """`x == 1` is a bool tensor where x is (its kind is not followed)."""
+        operands = [self.of(expr.left), *(self.of(t.comparator) for t in expr.comparisons)]
+        return Value(None, PARAMETERS if any(v.place == PARAMETERS for v in operands) else None)
+
+    def _unary(self, expr: cst.UnaryOperation) -> Value:
+        return self.of(expr.expression)
+
+    def _conditional(self, expr: cst.IfExp) -> Value:
+        return _either(self.of(expr.body), self.of(expr.orelse))
+
+    def _display(self, expr) -> Value:
+        """A list, tuple, set or dict literal: a container when it holds a tensor."""
+        held = self._held(expr)
+        return Value(CONTAINER if held.kind is not None else None)
+
+    def _held(self, expr: cst.BaseExpression) -> Value:
+        """What a container literal holds (an argument like `torch.cat([x, y])`); places are
+        followed into lists and tuples only."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return _either(*(self.of(e.value) for e in expr.elements), kinds_only=False)
+        if isinstance(expr, cst.Set):
+            return Value(_either(*(self.of(e.value) for e in expr.elements)).kind)
+        if isinstance(expr, cst.Dict):
+            return Value(_either(*(self.of(e.value) for e in expr.elements if isinstance(e, cst.DictElement))).kind)
+        return self.of(expr)
+
+    def _call(self, expr: cst.Call) -> Value:
+        func = expr.func
+        qualified = self.facts.resolve(func)
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in names.NON_TENSOR_METHODS and qualified is None:
+            return Value(NON_TENSOR)
+        returned = self.returns(expr) if self.returns is not None else None
+        if method is not None and qualified is None:  # a method of a value: where the value is
+            receiver = self.of(func.value)
+            return Value(returned.kind if returned is not None else _tensor_kind(receiver), receiver.place)
+        if qualified is None or not qualified.startswith("torch."):
+            return Value(returned.kind if returned is not None else None)
+        return self._torch_call(expr, qualified, method)
+
+    def _torch_call(self, call: cst.Call, qualified: str, method: Optional[str]) -> Value:
+        """A new tensor lives where `device=` says (`device=x.device`); another torch function's
+        result lives where its tensor arguments do."""
+        device = syntax.keyword(call, "device")
+        placed_by_device = device is not None and any(
+            isinstance(n, cst.Name) and self.names(n.value).place == PARAMETERS for n in syntax.walk(device.value)
+        )
+        if qualified in names.TENSOR_SOURCES:  # `torch.arange(n)` ignores where n lives
+            return Value(TENSOR, PARAMETERS if placed_by_device else None)
+        arguments = [(a, self._held(a.value)) for a in call.args]
+        with_parameters = placed_by_device or any(v.place == PARAMETERS for _, v in arguments)
+        place = PARAMETERS if with_parameters else None
+        if qualified in PARAMETER_CLASSES or method in names.NON_TENSOR_METHODS or qualified.startswith("torch.nn."):
+            return Value(None, place)
+        holds_tensor = any(_tensor_kind(v) is not None for a, v in arguments if a.keyword is None)
+        return Value(TENSOR if holds_tensor else None, place)
+
+
+def _tensor_kind(value: Value) -> Optional[str]:
+    return value.kind if value.kind in (TENSOR, CONTAINER) else None
+
+
+def _either(*values: Value, kinds_only: bool = False) -> Value:
+    """One of several values (an operator's operands, a conditional's branches): a container
+    where any may be one, a tensor where any is; where any lives with the parameters."""
+    kinds = [v.kind for v in values]
+    kind = CONTAINER if CONTAINER in kinds else (TENSOR if TENSOR in kinds else None)
+    place = PARAMETERS if any(v.place == PARAMETERS for v in values) else None
+    return Value(kind, None if kinds_only else place)
+
+
+_EXPRESSIONS: dict[type, Callable[[ValueModel, cst.BaseExpression], Value]] = {
+    cst.Name: ValueModel._name,
+    cst.Attribute: ValueModel._attribute,
+    cst.Subscript: ValueModel._subscript,
+    cst.BinaryOperation: ValueModel._binary,
+    cst.Comparison: ValueModel._comparison,
+    cst.UnaryOperation: ValueModel._unary,
+    cst.IfExp: ValueModel._conditional,
+    cst.List: ValueModel._display,
+    cst.Tuple: ValueModel._display,
+    cst.Set: ValueModel._display,
+    cst.Dict: ValueModel._display,
+    cst.Call: ValueModel._call,
+}

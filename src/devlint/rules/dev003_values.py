@@ -313,44 +313,11 @@ def _assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
 
 
 def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
-    """Whether expr is a tensor computed from a tensor parameter."""
-    if isinstance(expr, cst.Name):
-        return expr.value in derived
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value not in names.NON_TENSOR_ATTRIBUTES and is_derived(expr.value, derived, facts)
-    if isinstance(expr, cst.Subscript):
-        return is_derived(expr.value, derived, facts)
-    if isinstance(expr, cst.BinaryOperation):
-        return is_derived(expr.left, derived, facts) or is_derived(expr.right, derived, facts)
-    if isinstance(expr, cst.Comparison):  # `x == 1` is a bool tensor where x is
-        return is_derived(expr.left, derived, facts) or any(is_derived(t.comparator, derived, facts) for t in expr.comparisons)
-    if isinstance(expr, cst.UnaryOperation):
-        return is_derived(expr.expression, derived, facts)
-    if isinstance(expr, cst.IfExp):
-        return is_derived(expr.body, derived, facts) or is_derived(expr.orelse, derived, facts)
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if isinstance(func, cst.Attribute) and facts.resolve(func) is None:
-            if func.attr.value in names.NON_TENSOR_METHODS:
-                return False
-            if is_derived(func.value, derived, facts):
-                return True
-        qualified = facts.resolve(func)
-        if qualified is not None and qualified.startswith("torch."):
-            device = syntax.keyword(expr, "device")
-            if device is not None and any(isinstance(n, cst.Name) and n.value in derived for n in syntax.walk(device.value)):
-                return True
-            if qualified in names.TENSOR_SOURCES:  # `torch.arange(n)` ignores where n lives
-                return False
-            return any(_holds_derived(a.value, derived, facts) for a in expr.args)
-    return False
+    """Whether expr is a tensor computed from a tensor parameter (it lives where the parameters do)."""
+    return values.ValueModel(facts, lambda name: _DERIVED if name in derived else values.UNKNOWN).of(expr).place == values.PARAMETERS
 
 
-def _holds_derived(node: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
-    """A derived tensor, or a list or tuple holding one (`torch.cat([x, y])`)."""
-    if isinstance(node, (cst.List, cst.Tuple)):
-        return any(is_derived(e.value, derived, facts) for e in node.elements)
-    return is_derived(node, derived, facts)
+_DERIVED = values.Value(values.TENSOR, values.PARAMETERS)
 
 
 class FunctionValues:

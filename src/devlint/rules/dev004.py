@@ -8,13 +8,8 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
+from devlint.analysis import values
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
-
-# The view attributes followed to a tensor (`mH`, `real`, `imag` are not, which keeps the rule's findings as they were).
-VIEWS_FOLLOWED = names.TENSOR_VIEW_ATTRIBUTES - {"mH", "real", "imag"}
-PARAMETER_CLASSES = frozenset(
-    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
-)
 
 INTEGRAL_DTYPES = frozenset(
     "torch." + name
@@ -193,7 +188,7 @@ def _is_base_init(call: cst.Call) -> bool:
     return syntax.dotted_name(receiver) is not None
 
 
-TENSOR, CONTAINER = "tensor", "container"  # a tensor, or a list, tuple or dict holding one
+TENSOR, CONTAINER = values.TENSOR, values.CONTAINER  # a tensor, or a list, tuple or dict holding one
 
 
 class TensorValues:
@@ -207,56 +202,23 @@ class TensorValues:
     def kind(self, expr: cst.BaseExpression, env: dict[str, Optional[str]], self_name: Optional[str] = None,
              methods: Optional[dict] = None) -> Optional[str]:
         """TENSOR, CONTAINER, or None (no tensor, or not known to be one)."""
-        facts = self.facts
-        if isinstance(expr, cst.Call):
-            qualified = facts.resolve(expr.func)
-            if qualified in names.TENSOR_SOURCES:
-                return TENSOR
-            if qualified in PARAMETER_CLASSES:
-                return None
-            func = expr.func
-            if isinstance(func, cst.Attribute):
-                if func.attr.value in names.NON_TENSOR_METHODS:
-                    return None
-                if self_name is not None and isinstance(func.value, cst.Name) and func.value.value == self_name:
-                    defs = (methods or {}).get(func.attr.value, [])
-                    return _all_kinds([self.returned_kind(d, self_name, methods) for d in defs])
-                if qualified is None:
-                    receiver = self.kind(func.value, env, self_name, methods)
-                    if receiver is not None:
-                        return receiver
-            elif isinstance(func, cst.Name) and func.value not in facts.aliases:
-                defs = facts.module_functions(func.value)
-                return _all_kinds([self.returned_kind(d, None, None) for d in defs])
-            if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
-                held = any(self._holds_tensor(a.value, env, self_name, methods) for a in expr.args if a.keyword is None)
-                return TENSOR if held else None
-            return None
-        if isinstance(expr, cst.Name):
-            return env.get(expr.value)
-        if isinstance(expr, cst.BinaryOperation):
-            return _any_kind(self.kind(expr.left, env, self_name, methods), self.kind(expr.right, env, self_name, methods))
-        if isinstance(expr, cst.UnaryOperation):
-            return self.kind(expr.expression, env, self_name, methods)
-        if isinstance(expr, cst.Subscript):
-            return self.kind(expr.value, env, self_name, methods)
-        if isinstance(expr, cst.IfExp):
-            return _any_kind(self.kind(expr.body, env, self_name, methods), self.kind(expr.orelse, env, self_name, methods))
-        if isinstance(expr, cst.Attribute) and expr.attr.value in VIEWS_FOLLOWED:
-            return self.kind(expr.value, env, self_name, methods)
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
-            return CONTAINER if self._holds_tensor(expr, env, self_name, methods) else None
-        return None
+        model = values.ValueModel(
+            self.facts, lambda name: values.Value(env.get(name)), lambda call: self._returned(call, self_name, methods)
+        )
+        kind = model.of(expr).kind
+        return kind if kind in (TENSOR, CONTAINER) else None
 
-    def _holds_tensor(self, expr, env, self_name, methods) -> bool:
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-            return any(self.kind(e.value, env, self_name, methods) is not None for e in expr.elements)
-        if isinstance(expr, cst.Dict):
-            return any(
-                isinstance(e, cst.DictElement) and self.kind(e.value, env, self_name, methods) is not None
-                for e in expr.elements
-            )
-        return self.kind(expr, env, self_name, methods) is not None
+    def _returned(self, call: cst.Call, self_name: Optional[str], methods: Optional[dict]) -> Optional[values.Value]:
+        """What a call of a same-file method (`self.m(...)`) or function returns; None for other calls."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if self_name is not None and isinstance(func.value, cst.Name) and func.value.value == self_name:
+                defs = (methods or {}).get(func.attr.value, [])
+                return values.Value(_all_kinds([self.returned_kind(d, self_name, methods) for d in defs]))
+        elif isinstance(func, cst.Name) and func.value not in self.facts.aliases:
+            defs = self.facts.module_functions(func.value)
+            return values.Value(_all_kinds([self.returned_kind(d, None, None) for d in defs]))
+        return None
 
     def returned_kind(self, func: cst.FunctionDef, self_name: Optional[str], methods: Optional[dict]) -> Optional[str]:
         """What every `return` of func gives (None when one of them gives no tensor)."""
