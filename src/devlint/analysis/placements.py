@@ -16,14 +16,9 @@ import libcst as cst
 
 from devlint import names, syntax
 from devlint.analysis import values
+from devlint.analysis.values import Placement, ValueModel
 from devlint.analysis.base import Analysis
 from devlint.base import FrameState
-
-
-@dataclass
-class Placement:
-    device: Optional[cst.BaseExpression]  # what it was moved with; None for `.cuda()` or torch.load
-    exact: bool = True  # the expression names the device itself (`.to(device)`), not an index (`.cuda(rank)`)
 
 
 @dataclass(eq=False)  # one scan a scope: compared (and hashed) by identity
@@ -36,62 +31,14 @@ class ScopeScan:
     factory_names: dict = field(default_factory=dict)  # factory call -> the name it was bound to
     root: Optional[cst.CSTNode] = None
 
-    # --- what an expression is -------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories)
+
     def device_less_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
-        """The factory call when expr is one (with host-only methods on it), made without device=."""
-        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.facts.resolve(expr.func) is None:
-            if expr.func.attr.value not in names.SHAPE_METHODS:
-                return None
-            expr = expr.func.value
-        if isinstance(expr, cst.Name):
-            return self.factories.get(expr.value)
-        if not isinstance(expr, cst.Call) or self.facts.is_tensor_source(expr) is None:
-            return None
-        if syntax.keyword(expr, "device") or syntax.has_double_star(expr):
-            return None
-        return expr
+        return self.model.device_less_factory(expr)
 
     def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
-        """Where expr lives when this scope put it on an accelerator, else None (CPU or unknown)."""
-        while True:
-            if isinstance(expr, cst.Subscript):
-                expr = expr.value
-                continue
-            if not isinstance(expr, cst.Call):
-                break
-            func = expr.func
-            method = func.attr.value if isinstance(func, cst.Attribute) else None
-            if method == "cpu" or (method == "to" and self.to_cpu(expr)):
-                return None
-            if method == "cuda":
-                index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(index.value if index is not None else None, exact=False)
-            if method == "to" and not values.is_dtype_only_move(expr, self.facts):
-                device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(device.value if device is not None else None)
-            if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
-                module = func.value if method == "forward" else func
-                return self.placed.get(module.value) if isinstance(module, cst.Name) else None
-            if method in names.PLACEMENT_KEEPING_METHODS:
-                expr = func.value
-                continue
-            return None
-        if isinstance(expr, cst.Name):
-            return self.placed.get(expr.value)
-        return None
-
-    def to_cpu(self, call: cst.Call) -> bool:
-        """`.to("cpu")`, `.to(torch.device("cpu"))`."""
-        device = syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
-        if device is None:
-            return False
-        value = device.value
-        if syntax.string_value(value) == "cpu":
-            return True
-        if isinstance(value, cst.Call) and self.facts.resolve(value.func) == "torch.device":
-            first = syntax.positional(value)[:1]
-            return bool(first) and syntax.string_value(first[0].value) == "cpu"
-        return False
+        return self.model.placement_of(expr)
 
     # --- the scan ----------------------------------------------------------------------------
     def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]]) -> "ScopeScan":
@@ -122,7 +69,7 @@ class ScopeScan:
         if not moves or not isinstance(expr, cst.Name) or expr.value in self.factories:
             return
         last = moves[0]  # the outermost move decides
-        if last.func.attr.value == "cpu" or (last.func.attr.value == "to" and self.to_cpu(last)):
+        if last.func.attr.value == "cpu" or (last.func.attr.value == "to" and values.to_cpu(self.facts, last)):
             self.placed.pop(expr.value, None)
         else:
             placement = self.placement_of(last)

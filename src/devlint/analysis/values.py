@@ -57,19 +57,80 @@ class Value:
 UNKNOWN = Value()
 
 
-class ValueModel:
-    """The evaluator: `of(expr)` for an expression of one function.
+@dataclass
+class Placement:
+    """How a value got onto an accelerator."""
 
-    `names` gives the value a local name holds. `returns`, where given, gives what a call of
-    a same-file function or method returns (or None: not such a call). A rule asks only the
-    part it needs: DEV003 where a value lives (`place`), DEV004 whether it is a tensor (`kind`).
+    device: Optional[cst.BaseExpression]  # what it was moved with; None for `.cuda()` or torch.load
+    exact: bool = True  # the expression names the device itself (`.to(device)`), not an index (`.cuda(rank)`)
+
+
+class ValueModel:
+    """The evaluator for the expressions of one scope.
+
+    - `of(expr)`: what it holds and whether it lives with the function's tensor parameters.
+      `names` gives the value a local name holds; `returns`, where given, what a call of a
+      same-file function or method returns (or None: not such a call). DEV003 asks `place`,
+      DEV004 `kind`.
+    - `placement_of(expr)` / `device_less_factory(expr)`: whether it is on an accelerator, or
+      a CPU tensor made without `device=`, by what the scope did to its names (`placed`,
+      `factories`). DEV007 and DEV008 ask these.
     """
 
-    def __init__(self, facts, names: Callable[[str], Value],
-                 returns: Optional[Callable[[cst.Call], Optional[Value]]] = None) -> None:
+    def __init__(self, facts, names: Callable[[str], Value] = lambda name: UNKNOWN,
+                 returns: Optional[Callable[[cst.Call], Optional[Value]]] = None,
+                 placed: Optional[dict[str, Placement]] = None, factories: Optional[dict[str, cst.Call]] = None) -> None:
         self.facts = facts
         self.names = names
         self.returns = returns
+        self.placed = placed if placed is not None else {}
+        self.factories = factories if factories is not None else {}
+
+    # --- on an accelerator, or made on the CPU ------------------------------------------------
+    def device_less_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The factory call when expr is one (with host-only methods on it), made without device=."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.facts.resolve(expr.func) is None:
+            if expr.func.attr.value not in names.SHAPE_METHODS:
+                return None
+            expr = expr.func.value
+        if isinstance(expr, cst.Name):
+            return self.factories.get(expr.value)
+        if not isinstance(expr, cst.Call) or self.facts.is_tensor_source(expr) is None:
+            return None
+        if syntax.keyword(expr, "device") or syntax.has_double_star(expr):
+            return None
+        return expr
+
+    def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
+        """Where expr lives when this scope put it on an accelerator, else None (CPU or unknown)."""
+        while True:
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value
+                continue
+            if not isinstance(expr, cst.Call):
+                break
+            func = expr.func
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            if method == "cpu" or (method == "to" and to_cpu(self.facts, expr)):
+                return None
+            if method == "cuda":
+                index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
+                return Placement(index.value if index is not None else None, exact=False)
+            if method == "to" and not is_dtype_only_move(expr, self.facts):
+                device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
+                return Placement(device.value if device is not None else None)
+            if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
+                module = func.value if method == "forward" else func
+                return self.placed.get(module.value) if isinstance(module, cst.Name) else None
+            if method in names.PLACEMENT_KEEPING_METHODS:
+                expr = func.value
+                continue
+            return None
+        if isinstance(expr, cst.Name):
+            return self.placed.get(expr.value)
+        return None
+
+    # --- what it holds, and with the parameters or not -------------------------------------
 
     def of(self, expr: cst.BaseExpression) -> Value:
         step = _EXPRESSIONS.get(type(expr))
@@ -150,6 +211,20 @@ class ValueModel:
             return Value(None, place)
         holds_tensor = any(_tensor_kind(v) is not None for a, v in arguments if a.keyword is None)
         return Value(TENSOR if holds_tensor else None, place)
+
+
+def to_cpu(facts, call: cst.Call) -> bool:
+    """`.to("cpu")`, `.to(torch.device("cpu"))`."""
+    device = syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
+    if device is None:
+        return False
+    value = device.value
+    if syntax.string_value(value) == "cpu":
+        return True
+    if isinstance(value, cst.Call) and facts.resolve(value.func) == "torch.device":
+        first = syntax.positional(value)[:1]
+        return bool(first) and syntax.string_value(first[0].value) == "cpu"
+    return False
 
 
 def _tensor_kind(value: Value) -> Optional[str]:

@@ -8,7 +8,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
-from devlint.analysis.placements import Placement, ScopePlacements, ScopeScan
+from devlint.analysis.placements import ScopePlacements, ScopeScan
+from devlint.analysis.values import Placement
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 
 EXPORTS = {  # function -> how it takes the module and the example inputs
