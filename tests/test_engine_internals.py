@@ -120,3 +120,12 @@ def test_each_selected_rule_finds_alone_what_it_finds_with_the_others():
     together = engine.check_source(ANALYSED)
     alone = sorted((f for rule in ALL_RULES for f in engine.check_source(ANALYSED, [rule])), key=lambda f: f.sort_key)
     assert together == alone
+
+
+def test_the_method_sets_the_rules_ask_come_from_the_one_table():
+    from devlint import names
+
+    assert names.SHAPE_METHODS | names.MOVES | names.NON_TENSOR_METHODS | {"cpu"} == set(names.TENSOR_METHODS)
+    assert names.PLACEMENT_KEEPING_METHODS - names.MODULE_RETURNING_METHODS <= names.SHAPE_METHODS
+    assert names.PLACING_METHODS <= set(names.TENSOR_METHODS)
+    assert names.TENSOR_VIEW_ATTRIBUTES | names.NON_TENSOR_ATTRIBUTES == set(names.TENSOR_ATTRIBUTES)

@@ -29,7 +29,10 @@ LOADERS = {
 }
 
 # --- what a tensor's methods and attributes give: one table, one role a name -----------------
-KEEPS_DEVICE = "keeps-device"  # a tensor where the receiver is, made from it alone (shape, dtype, reductions)
+RESHAPES = "reshapes"  # the same values and dtype, where the receiver is (`view`, `permute`, `clone`)
+SPLITS = "splits"  # several tensors, where the receiver is (`split`, `chunk`)
+CASTS = "casts"  # the same values in another dtype, where the receiver is (`float`, `long`)
+COMPUTES = "computes"  # new values from the receiver alone, where it is (`sum`, `exp`, `clamp`)
 MOVES_TO_DEVICE = "moves-to-device"  # `.to(d)`, `.cuda()` (`.to(dtype)` is told apart where it matters)
 MOVES_TO_TENSOR = "moves-to-tensor"  # `.type_as(t)`: to where t is
 TO_HOST = "to-host"  # `.cpu()`
@@ -40,12 +43,18 @@ TENSOR_METHODS: dict[str, str] = {
     **dict.fromkeys(
         (
             "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t"
-            " contiguous flatten unflatten tril triu flip roll narrow split chunk select movedim type"
-            " float double half bfloat16 long int short bool byte char clone detach requires_grad_ fill_ zero_"
-            " cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log sqrt"
-            " neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu"
+            " contiguous flatten unflatten tril triu flip roll narrow select movedim clone detach requires_grad_"
         ).split(),
-        KEEPS_DEVICE,
+        RESHAPES,
+    ),
+    **dict.fromkeys("split chunk".split(), SPLITS),
+    **dict.fromkeys("type float double half bfloat16 long int short bool byte char".split(), CASTS),
+    **dict.fromkeys(
+        (
+            "fill_ zero_ cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log"
+            " sqrt neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu"
+        ).split(),
+        COMPUTES,
     ),
     "to": MOVES_TO_DEVICE,
     "cuda": MOVES_TO_DEVICE,
@@ -74,12 +83,13 @@ def tensor_methods(*roles: str) -> frozenset[str]:
 # The questions the rules ask of the table.
 MOVES = tensor_methods(MOVES_TO_DEVICE, MOVES_TO_TENSOR)
 NON_TENSOR_METHODS = tensor_methods(NON_TENSOR)
-SHAPE_METHODS = tensor_methods(KEEPS_DEVICE)  # host-only methods: neither a use nor a move
+# Methods whose result stays where the receiver is and takes no other tensor: neither a use nor a move.
+SHAPE_METHODS = tensor_methods(RESHAPES, SPLITS, CASTS, COMPUTES)
 TENSOR_VIEW_ATTRIBUTES = frozenset(name for name, role in TENSOR_ATTRIBUTES.items() if role == VIEW)
 NON_TENSOR_ATTRIBUTES = frozenset(name for name, role in TENSOR_ATTRIBUTES.items() if role == NON_TENSOR)
 # nn.Module methods that return the module itself (`model.cuda().eval()`).
 MODULE_RETURNING_METHODS = frozenset({"eval", "train"})
-# What DEV007/DEV008 follow from a placed value: the modules' own, and a part of KEEPS_DEVICE (the
+# What DEV007/DEV008 follow from a placed value: the modules' own, and a part of SHAPE_METHODS (the
 # rest would widen those rules: `x.cuda().repeat(2).numpy()` is not flagged today).
 PLACEMENT_KEEPING_METHODS = MODULE_RETURNING_METHODS | (
     SHAPE_METHODS

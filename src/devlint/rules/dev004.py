@@ -19,11 +19,8 @@ INTEGRAL_CONSTRUCTORS = frozenset(
     "torch." + name for name in "LongTensor IntTensor ShortTensor ByteTensor CharTensor BoolTensor".split()
 )
 INTEGRAL_BY_DEFAULT = frozenset({"torch.randint", "torch.randperm", "torch.tril_indices", "torch.triu_indices"})
-INTEGRAL_CASTS = frozenset({"long", "int", "short", "bool", "byte", "char"})
-DTYPE_KEEPING_METHODS = frozenset(
-    "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t contiguous"
-    " flatten unflatten tril triu flip roll narrow select movedim clone detach cpu cuda".split()
-)
+INTEGRAL_CASTS = names.tensor_methods(names.CASTS) & {"long", "int", "short", "bool", "byte", "char"}
+DTYPE_KEEPING_METHODS = names.tensor_methods(names.RESHAPES) | {"cpu", "cuda"}
 INTEGRAL_OPERATORS = (
     cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo,
     cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift,
