@@ -174,7 +174,7 @@ class ValueModel:
         """What a container literal holds (an argument like `torch.cat([x, y])`); places are
         followed into lists and tuples only."""
         if isinstance(expr, (cst.List, cst.Tuple)):
-            return _either(*(self.of(e.value) for e in expr.elements), kinds_only=False)
+            return _either(*(self.of(e.value) for e in expr.elements))
         if isinstance(expr, cst.Set):
             return Value(_either(*(self.of(e.value) for e in expr.elements)).kind)
         if isinstance(expr, cst.Dict):
@@ -231,13 +231,13 @@ def _tensor_kind(value: Value) -> Optional[str]:
     return value.kind if value.kind in (TENSOR, CONTAINER) else None
 
 
-def _either(*values: Value, kinds_only: bool = False) -> Value:
+def _either(*values: Value) -> Value:
     """One of several values (an operator's operands, a conditional's branches): a container
     where any may be one, a tensor where any is; where any lives with the parameters."""
     kinds = [v.kind for v in values]
     kind = CONTAINER if CONTAINER in kinds else (TENSOR if TENSOR in kinds else None)
     place = PARAMETERS if any(v.place == PARAMETERS for v in values) else None
-    return Value(kind, None if kinds_only else place)
+    return Value(kind, place)
 
 
 _EXPRESSIONS: dict[type, Callable[[ValueModel, cst.BaseExpression], Value]] = {
