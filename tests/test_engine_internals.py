@@ -7,7 +7,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint import engine, syntax
 from devlint.positions import statement_positions
-from devlint.rules import ALL_RULES, NAMES
+from devlint.analysis import Analysis
+from devlint.rules import ALL_RULES, BY_CODE, NAMES
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").rglob("*.py"))
@@ -68,3 +69,66 @@ def test_positions_fall_back_when_ast_cannot_read_the_source():
 
 def test_rule_names_without_loading_the_rules_match_the_rules():
     assert NAMES == {rule.code: rule.name for rule in ALL_RULES}
+
+
+ANALYSED = """\
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x):
+        if torch.cuda.is_available():
+            x = x.cuda()
+        y = torch.zeros(3)
+        return self.helper(x) + y.numpy()
+
+    def helper(self, x):
+        return x.to("cuda")
+
+
+model = M().cuda()
+state = torch.load("m.pt")
+"""
+
+
+def _instantiated_analyses(monkeypatch, rule_classes):
+    made = []
+    original = Analysis.__init__
+
+    def record(self, ctx):
+        made.append(type(self).__name__)
+        original(self, ctx)
+
+    monkeypatch.setattr(Analysis, "__init__", record)
+    findings = engine.check_source(ANALYSED, rule_classes)
+    return made, findings
+
+
+def test_an_analysis_is_made_only_for_the_rules_that_require_it(monkeypatch):
+    made, findings = _instantiated_analyses(monkeypatch, [BY_CODE["DEV002"]])
+    assert made == []
+    assert [f.code for f in findings] == ["DEV002"]
+
+    made, _ = _instantiated_analyses(monkeypatch, [BY_CODE["DEV007"], BY_CODE["DEV008"]])
+    assert made == ["ScopePlacements"]  # one, shared
+    made, _ = _instantiated_analyses(monkeypatch, [BY_CODE["DEV001"], BY_CODE["DEV003"], BY_CODE["DEV005"]])
+    assert sorted(made) == ["CudaGuards", "DeviceContexts", "DeviceNames", "ForwardTime"]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_each_rule_finds_alone_what_it_finds_with_the_others(path):
+    """No rule depends on another one being selected: the analyses it requires are enough."""
+    source = path.read_text(encoding="utf-8")
+    together = engine.check_source(source)
+    alone = sorted((f for rule in ALL_RULES for f in engine.check_source(source, [rule])), key=lambda f: f.sort_key)
+    assert together == alone
+
+
+def test_the_method_sets_the_rules_ask_come_from_the_one_table():
+    from devlint import names
+
+    assert names.SHAPE_METHODS | names.MOVES | names.NON_TENSOR_METHODS | {"cpu"} == set(names.TENSOR_METHODS)
+    assert names.PLACEMENT_KEEPING_METHODS - names.MODULE_RETURNING_METHODS <= names.SHAPE_METHODS
+    assert names.PLACING_METHODS <= set(names.TENSOR_METHODS)
+    assert names.TENSOR_VIEW_ATTRIBUTES | names.NON_TENSOR_ATTRIBUTES == set(names.TENSOR_ATTRIBUTES)

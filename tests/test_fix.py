@@ -278,3 +278,44 @@ def test_symlink_is_written_through(tmp_path):
     run("--fix", "link.py", cwd=tmp_path)
     assert (tmp_path / "link.py").is_symlink()
     assert 'map_location="cpu"' in (tmp_path / "real.py").read_text()
+
+
+DTYPE_MODULE = """\
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self, dim, device):
+        super().__init__()
+        {local}
+        self.t = {value}
+"""
+
+
+@pytest.mark.parametrize("value, applicability", [
+    ("torch.arange(8)", "safe"),
+    ("torch.arange(0, 8, 2).view(2, 2)", "safe"),
+    ("torch.ones(4, 4, dtype=torch.bool)", "safe"),
+    ("torch.zeros(3, dtype=torch.int32).to(device)", "safe"),
+    ("torch.tensor([1, 2, 3])", "safe"),
+    ("torch.rand(3).long()", "safe"),
+    ("~torch.ones(3, 3).bool()", "safe"),
+    ("ids", "safe"),
+    ("torch.zeros(3)", "unsafe"),
+    ("torch.arange(dim)", "unsafe"),
+    ("torch.arange(0, dim, 2).float() / dim", "unsafe"),
+    ("torch.tensor([0.5, 1.0])", "unsafe"),
+    ("torch.arange(8).to(torch.float16)", "unsafe"),
+    ("torch.arange(8).to(dim)", "unsafe"),
+    ("torch.polar(torch.ones(4), torch.zeros(4))", "unsafe"),
+    ("torch.from_numpy(dim)", "unsafe"),
+    ("pe", "unsafe"),
+    ("[torch.arange(8)]", None),
+    ("tables", None),
+])
+def test_dev004_fix_is_safe_only_for_integer_and_bool_tables(value, applicability):
+    local = "ids = torch.arange(4); pe = torch.zeros(4); tables = (torch.arange(2), torch.arange(3))"
+    (finding,) = engine.check_source(DTYPE_MODULE.format(local=local, value=value))
+    assert finding.code == "DEV004"
+    assert (finding.fix.applicability if finding.fix is not None else None) == applicability

@@ -97,16 +97,16 @@ class MaskedMix(nn.Module):
     def forward(self, x):
         n = x.size(0)
         if not hasattr(self, "mask") or self.mask.size(0) < n:
-            self.mask = torch.ones(n, n).tril()
-        return self.mask[:n, :n] @ self.proj(x)
+            self.mask = torch.ones(n, n, dtype=torch.long).tril()
+        return self.mask[:n, :n].float() @ self.proj(x)
 '''
 
 
-def _fixed_dev004(source, expected_line):
+def _fixed_dev004(source, expected_line, applicability="unsafe"):
     assert "DEV004" in codes(findings(source))
-    result = fix(source)
+    result = fix(source, unsafe=applicability == "unsafe")
     assert "DEV004" in codes(result.fixed)
-    assert all(f.fix.applicability == "safe" for f in result.fixed)
+    assert all(f.fix.applicability == applicability for f in result.fixed)
     assert expected_line in result.text
     assert "DEV004" not in codes(result.remaining)
     return result.text
@@ -153,7 +153,7 @@ def test_dev004_positional_encoding_moves_with_the_module(tmp_path):
 
 def test_dev004_lazy_cache_in_forward_moves_with_the_module(tmp_path):
     fixed = _fixed_dev004(
-        LAZY_MASK, 'self.register_buffer("mask", torch.ones(n, n).tril(), persistent=False)'
+        LAZY_MASK, 'self.register_buffer("mask", torch.ones(n, n, dtype=torch.long).tril(), persistent=False)', "safe"
     )
     before_cls = load_source(LAZY_MASK)["MaskedMix"]
     after_cls = load_source(fixed)["MaskedMix"]
@@ -181,6 +181,37 @@ def test_dev004_lazy_cache_in_forward_moves_with_the_module(tmp_path):
     after.to("meta")
     assert before.mask.device.type == "cpu"
     assert after.mask.device.type == "meta"
+
+
+TABLES = '''\
+import torch
+from torch import nn
+
+
+class Tables(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.index = torch.arange(4)
+        self.inv_freq = 1.0 / (10000 ** (torch.arange(0, 4, 2).float() / 4))
+'''
+
+
+def test_dev004_fix_is_safe_for_an_integer_table_and_unsafe_for_a_float_one():
+    """A buffer follows `model.half()` where the plain attribute did not: an integer table comes
+    out unchanged, a float one loses precision. Only the first fix is safe."""
+    by_name = {f.message.split("`")[1]: f.fix.applicability for f in findings(TABLES, "DEV004")}
+    assert by_name == {"self.index": "safe", "self.inv_freq": "unsafe"}
+
+    safe_only = fix(TABLES).text
+    assert 'self.register_buffer("index", torch.arange(4), persistent=False)' in safe_only
+    assert "self.inv_freq = " in safe_only
+    both = fix(TABLES, unsafe=True).text
+    before = load_source(TABLES)["Tables"]().half()
+    after = load_source(both)["Tables"]().half()
+    assert after.index.dtype == before.index.dtype == torch.int64
+    assert before.inv_freq.dtype == torch.float32
+    assert after.inv_freq.dtype == torch.float16  # what makes that fix unsafe
 
 
 # --------------------------------------------------------------------------------------------

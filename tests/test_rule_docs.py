@@ -65,6 +65,7 @@ def test_fixed_example_is_what_the_fix_makes_of_the_bad_one(rule):
 def test_fix_line_names_the_applicabilities_the_rule_offers(rule):
     """`**Fix:** sometimes available (safe or unsafe)` must match the fixes made on the fixture."""
     line = docs.rule_doc(rule.code).splitlines()[2]
+    assert line == f"**Fix:** {rule.fix_availability()}", "the doc's Fix line must say what the rule class declares"
     match = re.fullmatch(r"\*\*Fix:\*\* (always|sometimes) available \((safe|unsafe|safe or unsafe)\)", line)
     assert match, line
     source = (Path(__file__).parent / "fixtures" / f"{rule.code}.py").read_text(encoding="utf-8")

@@ -43,6 +43,9 @@ def title(doc: str) -> str:
 
 
 def fix_availability(code: str) -> str:
-    """`sometimes available (unsafe)`: the doc's `**Fix:**` line."""
-    match = re.search(r"^\*\*Fix:\*\* (.+)$", rule_doc(code) or "", re.M)
-    return match.group(1).strip() if match else "not available"
+    """`sometimes available (unsafe)`: what the rule class declares (its doc's `**Fix:**` line
+    is tested against it)."""
+    from devlint.rules import BY_CODE
+
+    rule = BY_CODE.get(code)
+    return rule.fix_availability() if rule is not None else "not available"

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint import syntax
-
 
 def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     return cst.Arg(
@@ -99,31 +97,3 @@ def method_call(receiver: str, method: str, args: list[cst.Arg]) -> cst.Call:
 def add_commas(args: list[cst.Arg]) -> list[cst.Arg]:
     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     return [a.with_changes(comma=comma) for a in args[:-1]] + args[-1:]
-
-
-def loaded_into_load_state_dict(path, copies: bool = False) -> bool:
-    """Whether the value made by path[-1] goes straight into `<x>.load_state_dict(...)`,
-    possibly through constant subscripts (`torch.load(p)["model"]`). With copies=True, only
-    where the module copies the tensors onto its own device (not `assign=True`)."""
-    i = len(path) - 1
-    while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
-        i -= 1
-    if i < 2:
-        return False
-    arg, call = path[i - 1], path[i - 2]
-    return (
-        isinstance(arg, cst.Arg)
-        and arg.keyword is None
-        and isinstance(call, cst.Call)
-        and syntax.method_name(call) == "load_state_dict"
-        and syntax.positional(call)[:1] == [arg]
-        and not (copies and _assigns(call))
-    )
-
-
-def _assigns(call: cst.Call) -> bool:
-    """`load_state_dict(sd, assign=...)` with anything but a literal False (or a star-argument)."""
-    if syntax.has_star_args(call) or len(syntax.positional(call)) > 2:
-        return True
-    assign = syntax.keyword(call, "assign")
-    return assign is not None and syntax.dotted_name(assign.value) != "False"

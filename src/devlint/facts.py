@@ -1,9 +1,10 @@
 """Facts about one file that every rule shares, gathered once by a statement-level scan.
 
 The scan never descends into expressions, so it costs a small fraction of the traversal:
-imports (any depth), classes and whether each is an nn.Module class, functions and their
-signatures, and a file-wide CUDA skip marker. What needs expressions (forward-time methods,
-registered buffers) is collected during the one traversal in `engine`.
+imports (any depth), classes and whether each is an nn.Module class, module-level functions
+and methods by name, and a file-wide CUDA skip marker. What needs expressions is for the
+analyses (`devlint.analysis`) and the rules, during the one traversal; imports inside
+functions are added as the traversal meets them.
 """
 from __future__ import annotations
 
@@ -12,21 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import names, syntax
-
-SIGNATURE_KEEPING_DECORATORS = frozenset(
-    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad",
-     "functools.lru_cache", "functools.cache", "lru_cache", "cache", "torch.jit.unused",
-     "torch.jit.ignore", "torch.jit.export"}
-)
-
-
-@dataclass
-class FunctionInfo:
-    node: cst.FunctionDef
-    takes_map_location: bool  # declares `map_location` or `**kwargs`
-    signature_known: bool  # no decorator that could change what it accepts
-
+from devlint import guards, names, syntax
 
 @dataclass
 class ClassInfo:
@@ -41,8 +28,7 @@ class FileFacts:
     def __init__(self, module: cst.Module) -> None:
         self.aliases: dict[str, str] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
-        self.functions: dict[str, list[FunctionInfo]] = {}  # module-level, by name
-        self.methods_by_name: dict[str, list[FunctionInfo]] = {}
+        self.functions: dict[str, list[cst.FunctionDef]] = {}  # module-level, by name
         self.file_guarded = False
         self.module_device_bound = False  # a module-level `device = ...`
         self._bound_torch = False
@@ -104,7 +90,7 @@ class FileFacts:
     def class_info(self, node: cst.ClassDef) -> Optional[ClassInfo]:
         return self.classes.get(node)
 
-    def module_functions(self, name: str) -> list[FunctionInfo]:
+    def module_functions(self, name: str) -> list[cst.FunctionDef]:
         return self.functions.get(name, [])
 
     def _scan(self, statements, top_level: bool, in_class: Optional[ClassInfo]) -> None:
@@ -120,12 +106,10 @@ class FileFacts:
                 self.classes[stmt] = info
                 self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=info)
             elif isinstance(stmt, cst.FunctionDef):
-                info = function_info(stmt)
                 if in_class is not None:
                     in_class.methods.setdefault(stmt.name.value, []).append(stmt)
-                    self.methods_by_name.setdefault(stmt.name.value, []).append(info)
                 elif top_level:
-                    self.functions.setdefault(stmt.name.value, []).append(info)
+                    self.functions.setdefault(stmt.name.value, []).append(stmt)
                 self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=None)
             else:
                 # if / try / with / for / while: definitions inside still belong to this level.
@@ -138,7 +122,7 @@ class FileFacts:
                 self.module_device_bound = True
             if isinstance(target.target, cst.Name) and target.target.value == "pytestmark":
                 values = node.value.elements if isinstance(node.value, (cst.List, cst.Tuple)) else [node.value]
-                if any(_is_skip_marker(getattr(v, "value", v)) for v in values):
+                if any(guards.is_skip_marker(getattr(v, "value", v)) for v in values):
                     self.file_guarded = True
 
     def _classify_modules(self) -> None:
@@ -181,13 +165,6 @@ def _base_name(node: cst.BaseExpression) -> Optional[str]:
     return syntax.dotted_name(node)
 
 
-def function_info(node: cst.FunctionDef) -> FunctionInfo:
-    params = node.params
-    takes = params.star_kwarg is not None or "map_location" in syntax.param_names(params)
-    known = all(name in SIGNATURE_KEEPING_DECORATORS for name in syntax.decorator_names(node))
-    return FunctionInfo(node, takes, known)
-
-
 def _suites(stmt: cst.CSTNode):
     for child in syntax.children(stmt):
         if isinstance(child, cst.IndentedBlock):
@@ -198,8 +175,3 @@ def _suites(stmt: cst.CSTNode):
         ):
             yield from _suites(child) if not isinstance(child, cst.If) else [[child]]
 
-
-def _is_skip_marker(node: cst.BaseExpression) -> bool:
-    from devlint.guards import is_skip_marker
-
-    return is_skip_marker(node)

@@ -28,16 +28,81 @@ LOADERS = {
     "torch.utils.model_zoo.load_url": 2,
 }
 
-# Methods that move a tensor to another device (`.to(dtype)` is checked separately).
-MOVES = frozenset({"to", "type_as", "cuda"})
-# Methods and attributes whose result is not a tensor.
-NON_TENSOR_METHODS = frozenset(
-    "item tolist numpy size dim numel nelement element_size get_device data_ptr is_contiguous"
-    " stride storage_offset is_floating_point is_complex ndimension".split()
+# --- what a tensor's methods and attributes give: one table, one role a name -----------------
+RESHAPES = "reshapes"  # the same values and dtype, where the receiver is (`view`, `permute`, `clone`)
+SPLITS = "splits"  # several tensors, where the receiver is (`split`, `chunk`)
+CASTS = "casts"  # the same values in another dtype, where the receiver is (`float`, `long`)
+COMPUTES = "computes"  # new values from the receiver alone, where it is (`sum`, `exp`, `clamp`)
+MOVES_TO_DEVICE = "moves-to-device"  # `.to(d)`, `.cuda()` (`.to(dtype)` is told apart where it matters)
+MOVES_TO_TENSOR = "moves-to-tensor"  # `.type_as(t)`: to where t is
+TO_HOST = "to-host"  # `.cpu()`
+NON_TENSOR = "non-tensor"  # no tensor comes out
+VIEW = "view"  # an attribute that is the tensor itself, seen another way
+
+TENSOR_METHODS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t"
+            " contiguous flatten unflatten tril triu flip roll narrow select movedim clone detach requires_grad_"
+        ).split(),
+        RESHAPES,
+    ),
+    **dict.fromkeys("split chunk".split(), SPLITS),
+    **dict.fromkeys("type float double half bfloat16 long int short bool byte char".split(), CASTS),
+    **dict.fromkeys(
+        (
+            "fill_ zero_ cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log"
+            " sqrt neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu"
+        ).split(),
+        COMPUTES,
+    ),
+    "to": MOVES_TO_DEVICE,
+    "cuda": MOVES_TO_DEVICE,
+    "type_as": MOVES_TO_TENSOR,
+    "cpu": TO_HOST,
+    **dict.fromkeys(
+        (
+            "item tolist numpy size dim numel nelement element_size get_device data_ptr is_contiguous"
+            " stride storage_offset is_floating_point is_complex ndimension"
+        ).split(),
+        NON_TENSOR,
+    ),
+}
+TENSOR_ATTRIBUTES: dict[str, str] = {
+    **dict.fromkeys("T mT H mH data real imag".split(), VIEW),
+    **dict.fromkeys(
+        "shape dtype device ndim is_cuda requires_grad is_leaf layout names grad_fn is_sparse".split(), NON_TENSOR
+    ),
+}
+
+
+def tensor_methods(*roles: str) -> frozenset[str]:
+    return frozenset(name for name, role in TENSOR_METHODS.items() if role in roles)
+
+
+# The questions the rules ask of the table.
+MOVES = tensor_methods(MOVES_TO_DEVICE, MOVES_TO_TENSOR)
+NON_TENSOR_METHODS = tensor_methods(NON_TENSOR)
+# Methods whose result stays where the receiver is and takes no other tensor: neither a use nor a move.
+SHAPE_METHODS = tensor_methods(RESHAPES, SPLITS, CASTS, COMPUTES)
+TENSOR_VIEW_ATTRIBUTES = frozenset(name for name, role in TENSOR_ATTRIBUTES.items() if role == VIEW)
+NON_TENSOR_ATTRIBUTES = frozenset(name for name, role in TENSOR_ATTRIBUTES.items() if role == NON_TENSOR)
+# nn.Module methods that return the module itself (`model.cuda().eval()`).
+MODULE_RETURNING_METHODS = frozenset({"eval", "train"})
+# What DEV007/DEV008 follow from a placed value: the modules' own, and a part of SHAPE_METHODS (the
+# rest would widen those rules: `x.cuda().repeat(2).numpy()` is not flagged today).
+PLACEMENT_KEEPING_METHODS = MODULE_RETURNING_METHODS | (
+    SHAPE_METHODS
+    & frozenset(
+        "requires_grad_ detach squeeze unsqueeze float double half long int bool clone contiguous view reshape flatten"
+        " permute transpose softmax log_softmax sigmoid argmax argmin max min sum mean round abs exp".split()
+    )
 )
-NON_TENSOR_ATTRIBUTES = frozenset(
-    "shape dtype device ndim is_cuda requires_grad is_leaf layout names grad_fn is_sparse".split()
-)
+# Methods that place a module or a tensor, as a statement (`model.cuda()`, `model.to(device).eval()`).
+PLACING_METHODS = tensor_methods(MOVES_TO_DEVICE, TO_HOST)
+# Calls that make a scope worth scanning for placements.
+SCAN_TRIGGERING_METHODS = tensor_methods(MOVES_TO_DEVICE) | {"numpy"}
+
 NON_TENSOR_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "repr", "isinstance", "type", "id", "print"})
 # Attributes and methods only tensors have: a parameter used with one is a tensor parameter.
 TENSOR_ONLY_MEMBERS = frozenset(
@@ -45,14 +110,6 @@ TENSOR_ONLY_MEMBERS = frozenset(
     " contiguous type_as new_zeros new_ones new_empty new_full new_tensor masked_fill expand expand_as"
     " is_cuda detach clone index_select gather scatter scatter_add flatten unflatten float half long"
     " bool int double bfloat16 item tolist numpy cpu matmul bmm softmax log_softmax sigmoid".split()
-)
-# Methods on a tensor that keep it where it is and take no other tensor.
-SHAPE_METHODS = frozenset(
-    "view reshape repeat unsqueeze squeeze expand expand_as view_as reshape_as permute transpose t"
-    " contiguous flatten unflatten tril triu flip roll narrow split chunk select movedim type"
-    " float double half bfloat16 long int short bool byte char clone detach requires_grad_ fill_ zero_"
-    " cumsum cumprod sum mean prod max min amax amin argmax argmin sort topk norm pow abs exp log sqrt"
-    " neg sign round floor ceil clamp clamp_ softmax log_softmax sigmoid tanh relu".split()
 )
 DTYPE_NAMES = frozenset(
     "torch." + name

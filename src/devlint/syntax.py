@@ -202,3 +202,35 @@ def block_statements(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
 
 def small_statements(stmt: cst.CSTNode) -> Sequence[cst.BaseSmallStatement]:
     return stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+
+
+def _evaluation_order(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """A node's children, an assignment's value before its targets."""
+    ordered = children(node)
+    if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+        ordered.remove(node.value)
+        ordered.insert(0, node.value)
+    return ordered
+
+
+def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, list]]:
+    """Nodes under root in evaluation order, each with its full ancestor path; nested
+    functions and classes are not entered."""
+    stack: list[tuple[cst.CSTNode, list]] = [(root, list(prefix) + [root])]
+    while stack:
+        node, path = stack.pop()
+        yield node, path
+        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend((child, path + [child]) for child in reversed(_evaluation_order(node)))
+
+
+def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
+    """Like walk_with_paths, with only each node's parent: no path is built."""
+    stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend((child, node) for child in reversed(_evaluation_order(node)))

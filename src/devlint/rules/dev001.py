@@ -1,13 +1,22 @@
+"""DEV001 hardcoded-cuda-call: `.cuda()` outside a CUDA guard. Doc: rules/DEV001.md; fixture:
+tests/fixtures/DEV001.py."""
 import libcst as cst
 
 from devlint import syntax
-from devlint.engine import UNSAFE, NodeFix, Rule
+from devlint.analysis.cuda_guards import CudaGuards
+from devlint.analysis.device_names import DeviceNames
+from devlint.base import UNSAFE, NodeFix, Rule
 
 
 class HardcodedCudaCall(Rule):
+    """A `.cuda(...)` method call on any receiver that is not guarded; the fix writes
+    `.to(device)` where a `device` name is in scope."""
+
     code = "DEV001"
     name = "hardcoded-cuda-call"
     summary = "`.cuda()` call outside a CUDA guard"
+    fixes, applicabilities = "sometimes", (UNSAFE,)
+    requires = (CudaGuards, DeviceNames)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -18,10 +27,10 @@ class HardcodedCudaCall(Rule):
         frame = self.ctx.function
         if frame is not None and frame.node.name.value == "cuda":  # an override calling super().cuda()
             return
-        if self.ctx.is_guarded():
+        if self.ctx[CudaGuards].is_guarded():
             return
         fix = None
-        if not syntax.positional(node) and self.ctx.device_in_scope():
+        if not syntax.positional(node) and self.ctx[DeviceNames].device_in_scope():
             device = cst.Arg(cst.Name("device"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if node.args else cst.MaybeSentinel.DEFAULT)
             replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[device, *node.args])
             fix = NodeFix(UNSAFE, "Replace `.cuda()` with `.to(device)`", node, replacement)

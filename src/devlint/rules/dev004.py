@@ -1,12 +1,30 @@
+"""DEV004 unregistered-tensor-attribute: a tensor stored on an nn.Module as a plain attribute.
+Doc: rules/DEV004.md; fixture: tests/fixtures/DEV004.py."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
-from devlint import edits, flow, syntax
-from devlint.engine import SAFE, NodeFix, Rule
+from devlint import edits, names, syntax
+from devlint.analysis import values
+from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
+
+INTEGRAL_DTYPES = frozenset(
+    "torch." + name
+    for name in "long int short int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool".split()
+)
+INTEGRAL_CONSTRUCTORS = frozenset(
+    "torch." + name for name in "LongTensor IntTensor ShortTensor ByteTensor CharTensor BoolTensor".split()
+)
+INTEGRAL_BY_DEFAULT = frozenset({"torch.randint", "torch.randperm", "torch.tril_indices", "torch.triu_indices"})
+INTEGRAL_CASTS = names.tensor_methods(names.CASTS) & {"long", "int", "short", "bool", "byte", "char"}
+DTYPE_KEEPING_METHODS = names.tensor_methods(names.RESHAPES) | {"cpu", "cuda"}
+INTEGRAL_OPERATORS = (
+    cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo,
+    cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift,
+)
 
 
 @dataclass
@@ -16,16 +34,39 @@ class _Candidate:
     value: cst.BaseExpression
     self_name: str
     after_init: bool  # nn.Module.__init__ has run when the assignment runs
+    single_tensor: bool  # not a list, tuple or dict of tensors (register_buffer takes one tensor)
+    integral: bool  # known to hold integers or bools: a dtype cast of the module leaves it as it is
+
+
+@dataclass
+class _ClassState:
+    candidates: list[_Candidate] = field(default_factory=list)
+    buffers: set[str] = field(default_factory=set)  # names given to register_buffer
+    plain: set[str] = field(default_factory=set)  # attributes set to something else than a tensor
+
+
+@dataclass
+class _FunctionState:
+    after_init: bool = False  # `super().__init__()` was called
+    kinds: dict[str, Optional[str]] = field(default_factory=dict)  # local name -> TENSOR, CONTAINER or None
+    integral_names: set[str] = field(default_factory=set)  # local names holding integer or bool tensors
 
 
 class UnregisteredTensorAttribute(Rule):
+    """`self.NAME = <tensor>` in a method of an nn.Module class (directly, through a local
+    name, or through a same-file helper); the fix registers a non-persistent buffer, safe only
+    for an integer or bool tensor."""
+
     code = "DEV004"
     name = "unregistered-tensor-attribute"
     summary = "tensor stored on a module as a plain attribute instead of a buffer"
+    fixes, applicabilities = "sometimes", (SAFE, UNSAFE)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.values = flow.TensorValues(self.facts)
+        self.values = TensorValues(self.facts)
+        self._classes: FrameState[_ClassState] = FrameState(_ClassState)
+        self._functions: FrameState[_FunctionState] = FrameState(_FunctionState)
         # class name -> every attribute name its instances may already have (None: unknown,
         # e.g. a base imported from elsewhere, where a property or attribute may stand).
         self.attributes: dict[str, Optional[set[str]]] = {}
@@ -38,9 +79,12 @@ class UnregisteredTensorAttribute(Rule):
             name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
             name = syntax.string_value(name_arg.value) if name_arg is not None else None
             if name is not None:
-                frame.klass.data.setdefault("buffers", set()).add(name)
+                self._classes[frame.klass].buffers.add(name)
         elif _is_base_init(node):
-            frame.data["after_init"] = True
+            self._functions[frame].after_init = True
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.pop(self.ctx.function)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assign(node, [t.target for t in node.targets], node.value)
@@ -55,29 +99,34 @@ class UnregisteredTensorAttribute(Rule):
             return
         klass_info = self.facts.class_info(frame.klass.node)
         methods = klass_info.methods if klass_info else {}
-        env = frame.data.setdefault(self.code, {})  # local name -> holds a tensor
-        is_tensor = self.values.is_tensor(value, env, frame.self_name, methods)
+        state = self._functions[frame]
+        env, integral_names = state.kinds, state.integral_names
+        kind = self.values.kind(value, env, frame.self_name, methods)
+        integral = kind == TENSOR and is_integral(value, integral_names, self.facts)
         for target in targets:
             attribute = frame.self_attribute(target)
             if attribute is not None:
-                if is_tensor:
-                    after_init = frame.method != "__init__" or frame.data.get("after_init", False)
-                    frame.klass.data.setdefault(self.code, []).append(
-                        _Candidate(target, statement, value, frame.self_name, after_init)
+                if kind is not None:
+                    after_init = frame.method != "__init__" or state.after_init
+                    self._classes[frame.klass].candidates.append(
+                        _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral)
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
-                    frame.klass.data.setdefault("plain", set()).add(attribute)
+                    self._classes[frame.klass].plain.add(attribute)
             elif isinstance(target, cst.Name):
-                env[target.value] = is_tensor
+                env[target.value] = kind
+                if integral:
+                    integral_names.add(target.value)
+                else:
+                    integral_names.discard(target.value)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        klass = self.ctx.klass
-        buffers = klass.data.get("buffers", set())
-        existing = self._existing_attributes(node, klass.data.get("plain", set()))
+        state = self._classes.pop(self.ctx.klass) or _ClassState()
+        existing = self._existing_attributes(node, state.plain)
         self.attributes[node.name.value] = existing
-        for candidate in klass.data.get(self.code, []):
+        for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in buffers:
+            if name in state.buffers:
                 continue
             self.report(
                 candidate.target,
@@ -111,7 +160,7 @@ class UnregisteredTensorAttribute(Rule):
 def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
     statement = candidate.statement
     single_target = isinstance(statement, cst.AnnAssign) or len(statement.targets) == 1
-    if not (candidate.after_init and single_target) or isinstance(candidate.value, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
+    if not (candidate.after_init and single_target and candidate.single_tensor):
         return None
     call = edits.method_call(
         candidate.self_name,
@@ -119,7 +168,10 @@ def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
         [cst.Arg(edits.string(name)), cst.Arg(candidate.value), edits.keyword_arg("persistent", cst.Name("False"))],
     )
     replacement = cst.Expr(call, semicolon=statement.semicolon)
-    return NodeFix(SAFE, f'Register `{name}` as a non-persistent buffer', statement, replacement)
+    # A buffer follows `model.half()` / `model.to(torch.bfloat16)`, the plain attribute did not: only an
+    # integer or bool table is sure to come out of such a cast unchanged.
+    applicability = SAFE if candidate.integral else UNSAFE
+    return NodeFix(applicability, f'Register `{name}` as a non-persistent buffer', statement, replacement)
 
 
 def _is_base_init(call: cst.Call) -> bool:
@@ -131,3 +183,163 @@ def _is_base_init(call: cst.Call) -> bool:
     if isinstance(receiver, cst.Call):
         return syntax.dotted_name(receiver.func) == "super"
     return syntax.dotted_name(receiver) is not None
+
+
+TENSOR, CONTAINER = values.TENSOR, values.CONTAINER  # a tensor, or a list, tuple or dict holding one
+
+
+class TensorValues:
+    """Decides whether an expression builds a tensor (or a container of tensors), following
+    local names and same-file helpers."""
+
+    def __init__(self, facts) -> None:
+        self.facts = facts
+        self._returns: dict[cst.FunctionDef, Optional[str]] = {}
+
+    def kind(self, expr: cst.BaseExpression, env: dict[str, Optional[str]], self_name: Optional[str] = None,
+             methods: Optional[dict] = None) -> Optional[str]:
+        """TENSOR, CONTAINER, or None (no tensor, or not known to be one)."""
+        model = values.ValueModel(
+            self.facts, lambda name: values.Value(env.get(name)), lambda call: self._returned(call, self_name, methods)
+        )
+        kind = model.of(expr).kind
+        return kind if kind in (TENSOR, CONTAINER) else None
+
+    def _returned(self, call: cst.Call, self_name: Optional[str], methods: Optional[dict]) -> Optional[values.Value]:
+        """What a call of a same-file method (`self.m(...)`) or function returns; None for other calls."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if self_name is not None and isinstance(func.value, cst.Name) and func.value.value == self_name:
+                defs = (methods or {}).get(func.attr.value, [])
+                return values.Value(_all_kinds([self.returned_kind(d, self_name, methods) for d in defs]))
+        elif isinstance(func, cst.Name) and func.value not in self.facts.aliases:
+            defs = self.facts.module_functions(func.value)
+            return values.Value(_all_kinds([self.returned_kind(d, None, None) for d in defs]))
+        return None
+
+    def returned_kind(self, func: cst.FunctionDef, self_name: Optional[str], methods: Optional[dict]) -> Optional[str]:
+        """What every `return` of func gives (None when one of them gives no tensor)."""
+        if func in self._returns:
+            return self._returns[func]
+        self._returns[func] = None  # recursion guard
+        env: dict[str, Optional[str]] = {}
+        results = []
+        for node in syntax.walk_expressions(func.body):
+            if isinstance(node, cst.Yield):  # a generator returns no tensor
+                results.append(None)
+            elif isinstance(node, cst.Assign):
+                value = self.kind(node.value, env, self_name, methods)
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        env[target.target.value] = value
+            elif isinstance(node, cst.Return):
+                results.append(self.kind(node.value, env, self_name, methods) if node.value is not None else None)
+        self._returns[func] = _all_kinds(results)
+        return self._returns[func]
+
+
+def _any_kind(*kinds: Optional[str]) -> Optional[str]:
+    """One of several values: a container where any may be one."""
+    if CONTAINER in kinds:
+        return CONTAINER
+    return TENSOR if TENSOR in kinds else None
+
+
+def _all_kinds(kinds: list[Optional[str]]) -> Optional[str]:
+    """A value that is each of `kinds` in turn (every return of a function): None where any is None."""
+    if not kinds or None in kinds:
+        return None
+    return _any_kind(*kinds)
+
+
+def is_integral(expr: cst.BaseExpression, integral_names: set[str], facts) -> bool:
+    """Whether the tensor `expr` builds is known to hold integers or bools."""
+    if isinstance(expr, cst.Name):
+        return expr.value in integral_names
+    if isinstance(expr, cst.Comparison):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return not isinstance(expr.operator, cst.Not) and is_integral(expr.expression, integral_names, facts)
+    if isinstance(expr, cst.BinaryOperation):
+        return isinstance(expr.operator, INTEGRAL_OPERATORS) and all(
+            _is_int_literal(side) or is_integral(side, integral_names, facts) for side in (expr.left, expr.right)
+        )
+    if isinstance(expr, (cst.Subscript, cst.IfExp)):
+        parts = [expr.value] if isinstance(expr, cst.Subscript) else [expr.body, expr.orelse]
+        return all(is_integral(part, integral_names, facts) for part in parts)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("T", "mT", "data") and is_integral(expr.value, integral_names, facts)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    qualified = facts.resolve(func)
+    if qualified in names.TENSOR_SOURCES:
+        return _source_is_integral(expr, qualified, facts)
+    if not isinstance(func, cst.Attribute) or qualified is not None:
+        return False
+    method = func.attr.value
+    if method in INTEGRAL_CASTS and not expr.args:
+        return True
+    if method == "to":
+        dtype = _dtype_argument(expr, facts)
+        if dtype is not None:
+            return dtype in INTEGRAL_DTYPES
+        if not _moves_only(expr):
+            return False
+    elif method not in DTYPE_KEEPING_METHODS:
+        return False
+    return is_integral(func.value, integral_names, facts)
+
+
+def _source_is_integral(call: cst.Call, source: str, facts) -> bool:
+    dtype = syntax.keyword(call, "dtype")
+    if dtype is not None:
+        return facts.resolve(dtype.value) in INTEGRAL_DTYPES
+    if source in INTEGRAL_CONSTRUCTORS or source in INTEGRAL_BY_DEFAULT:
+        return True
+    args = syntax.positional(call)
+    if source == "torch.arange":
+        return bool(args) and all(_is_int_literal(a.value) for a in args)
+    if source in ("torch.tensor", names.AS_TENSOR):
+        return len(args) == 1 and _holds_only_integers(args[0].value)
+    return False
+
+
+def _dtype_argument(call: cst.Call, facts) -> Optional[str]:
+    """The dtype `.to(...)` converts to, when it names one."""
+    dtype = syntax.keyword(call, "dtype")
+    if dtype is not None:
+        return facts.resolve(dtype.value) or ""
+    for arg in syntax.positional(call):
+        qualified = facts.resolve(arg.value)
+        if qualified in names.DTYPE_NAMES:
+            return qualified
+    return None
+
+
+def _moves_only(call: cst.Call) -> bool:
+    """`.to("cuda")`, `.to(device)`, `.to(device=d)`: a device, and nothing that may be a dtype or a tensor."""
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is not None:
+            if arg.keyword.value not in ("device", "non_blocking", "copy"):
+                return False
+        elif not (syntax.string_value(arg.value) is not None or "device" in (syntax.last_name(arg.value) or "")):
+            return False
+    return True
+
+
+def _is_int_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    return isinstance(expr, cst.Integer)
+
+
+def _holds_only_integers(expr: cst.BaseExpression) -> bool:
+    """`[1, 2]`, `[[0, 1], [1, 0]]`, `True`: integer or bool literals only."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(
+            isinstance(e, cst.Element) and _holds_only_integers(e.value) for e in expr.elements
+        )
+    return _is_int_literal(expr) or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))

@@ -1,16 +1,26 @@
+"""DEV005 hardcoded-cuda-string: a `"cuda"` literal used as a device. Doc: rules/DEV005.md;
+fixture: tests/fixtures/DEV005.py."""
 import libcst as cst
 
 from devlint import guards, syntax
-from devlint.engine import UNSAFE, NodeFix, Rule
+from devlint.analysis.cuda_guards import CudaGuards
+from devlint.analysis.device_names import DeviceNames
+from devlint.base import UNSAFE, NodeFix, Rule
 
 # Calls whose `device` means a device *type* or a backend, where "cuda" is the right word.
 DEVICE_TYPE_CALLS = frozenset({"autocast", "GradScaler", "init_process_group", "init_device_mesh"})
 
 
 class HardcodedCudaString(Rule):
+    """`"cuda"` / `"cuda:N"` where a device goes (`torch.device(...)`, `.to(...)`, `device=`,
+    `map_location=`, a `device` default or assignment), and `"cuda" if x.is_cuda else "cpu"`,
+    outside a CUDA guard; the fix writes `device` where that name is in scope."""
+
     code = "DEV005"
     name = "hardcoded-cuda-string"
     summary = 'hardcoded `"cuda"` device string'
+    fixes, applicabilities = "sometimes", (UNSAFE,)
+    requires = (CudaGuards, DeviceNames)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if not syntax.is_cuda_literal(node):
@@ -19,7 +29,7 @@ class HardcodedCudaString(Rule):
         i = len(path) - 1
         placement_branch = False
         while i > 0 and isinstance(path[i - 1], cst.IfExp) and path[i - 1].test is not path[i]:
-            placement_branch |= self.ctx.test_kind(path[i - 1].test) == guards.PLACEMENT
+            placement_branch |= self.ctx[CudaGuards].test_kind(path[i - 1].test) == guards.PLACEMENT
             i -= 1
         if placement_branch and any(isinstance(n, cst.FormattedStringExpression) for n in path):
             return  # f"{'cuda' if is_cuda else 'cpu'}_time": text, not a device
@@ -27,12 +37,12 @@ class HardcodedCudaString(Rule):
         grand = path[i - 2] if i > 1 else None
         if not (placement_branch or self._used_as_device(value, parent, grand)):
             return
-        if self.ctx.is_guarded(placement_expressions_guard=False):
+        if self.ctx[CudaGuards].is_guarded(placement_expressions_guard=False):
             return
         literal = syntax.string_value(node)
         fix = None
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
-        if value is node and as_argument and self.ctx.device_in_scope():
+        if value is node and as_argument and self.ctx[DeviceNames].device_in_scope():
             fix = NodeFix(UNSAFE, f'Replace "{literal}" with `device`', node, cst.Name("device"))
         self.report(
             node,

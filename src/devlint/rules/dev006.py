@@ -1,14 +1,27 @@
+"""DEV006 map-location-on-wrong-call: `map_location=` given to a call that does not take it.
+Doc: rules/DEV006.md; fixture: tests/fixtures/DEV006.py."""
 import libcst as cst
 
 from devlint import edits, names, syntax
-from devlint.engine import SAFE, NodeFix, Rule
-from devlint.facts import function_info
+from devlint.base import SAFE, NodeFix, Rule
+
+# Decorators that keep the signature of the function they wrap.
+SIGNATURE_KEEPING_DECORATORS = frozenset(
+    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad",
+     "functools.lru_cache", "functools.cache", "lru_cache", "cache", "torch.jit.unused",
+     "torch.jit.ignore", "torch.jit.export"}
+)
 
 
 class MapLocationOnWrongCall(Rule):
+    """`map_location=` passed to `load_state_dict(...)`, `torch.save(...)` or a same-file
+    function whose signature has neither `map_location` nor `**kwargs`; the fix moves it into
+    the inner `torch.load(...)`."""
+
     code = "DEV006"
     name = "map-location-on-wrong-call"
     summary = "`map_location=` passed to a call that does not take it"
+    fixes, applicabilities = "sometimes", (SAFE,)
 
     def visit_Call(self, node: cst.Call) -> None:
         arg = syntax.keyword(node, "map_location")
@@ -42,17 +55,30 @@ class MapLocationOnWrongCall(Rule):
         func = node.func
         facts = self.facts
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
-            overrides = facts.methods_by_name.get("load_state_dict", []) + facts.module_functions("load_state_dict")
-            return None if any(f.takes_map_location for f in overrides) else "load_state_dict"
+            overrides = [
+                method for info in facts.classes.values() for method in info.methods.get("load_state_dict", [])
+            ] + facts.module_functions("load_state_dict")
+            return None if any(takes_map_location(f) for f in overrides) else "load_state_dict"
         if facts.resolve(func) == "torch.save":
             return "torch.save"
         if isinstance(func, cst.Name) and func.value not in facts.aliases:
             defs = facts.module_functions(func.value)
         elif self.ctx.function is not None and self.ctx.function.self_attribute(func) is not None:
             klass = facts.class_info(self.ctx.function.klass.node)
-            defs = [function_info(d) for d in (klass.methods.get(func.attr.value, []) if klass else [])]
+            defs = klass.methods.get(func.attr.value, []) if klass else []
         else:
             return None
-        if defs and all(d.signature_known and not d.takes_map_location for d in defs):
+        if defs and all(signature_known(d) and not takes_map_location(d) for d in defs):
             return syntax.dotted_name(func)
         return None
+
+
+def takes_map_location(function: cst.FunctionDef) -> bool:
+    """It declares `map_location` or `**kwargs`."""
+    params = function.params
+    return params.star_kwarg is not None or "map_location" in syntax.param_names(params)
+
+
+def signature_known(function: cst.FunctionDef) -> bool:
+    """No decorator that could change what it accepts."""
+    return all(name in SIGNATURE_KEEPING_DECORATORS for name in syntax.decorator_names(function))

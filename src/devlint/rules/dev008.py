@@ -1,18 +1,42 @@
+"""DEV008 numpy-on-device-tensor: `.numpy()` on a tensor the same scope put on an accelerator.
+Doc: rules/DEV008.md; fixture: tests/fixtures/DEV008.py."""
 from __future__ import annotations
 
 import libcst as cst
 
-from devlint.engine import SAFE, NodeFix, Rule
-from devlint.placement import PlacementEvents
+from devlint.analysis.placements import ScopePlacements, ScopeScan
+from devlint.base import SAFE, FrameState, NodeFix, Rule
 
 
-class NumpyOnDeviceTensor(PlacementEvents, Rule):
+class NumpyOnDeviceTensor(Rule):
+    """`.numpy()` on a value whose chain holds `.cuda()` / `.to(accelerator)`, or on the output
+    of a module placed there, with no `.cpu()` between; the fix inserts `.cpu()`."""
+
     code = "DEV008"
     name = "numpy-on-device-tensor"
     summary = "`.numpy()` on a tensor the same scope put on an accelerator"
+    fixes, applicabilities = "always", (SAFE,)
+    requires = (ScopePlacements,)
 
-    def check_scope(self, scan) -> None:
-        for call in scan.numpy_calls:
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._numpy_calls: FrameState[list[cst.Call]] = FrameState(list)  # by scan
+        ctx[ScopePlacements].on_call(self._call)
+
+    def _call(self, scan: ScopeScan, call: cst.Call) -> None:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and scan.placement_of(func.value) is not None:
+            self._numpy_calls[scan].append(call)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._check_scope()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._check_scope()
+
+    def _check_scope(self) -> None:
+        scan = self.ctx[ScopePlacements].scan()
+        for call in (self._numpy_calls.pop(scan) or []) if scan is not None else []:
             func = call.func
             with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
             fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,

@@ -1,0 +1,256 @@
+"""What an expression holds, as far as the syntax tells: questions shared by the rules that
+follow tensors (DEV003, DEV004, DEV007, DEV008)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import libcst as cst
+
+from devlint import names, syntax
+
+PARAMETER_CLASSES = frozenset(
+    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
+)
+# The view attributes followed to the tensor (`mH`, `real`, `imag` are not: following them would
+# widen DEV004's findings).
+VIEWS_FOLLOWED = names.TENSOR_VIEW_ATTRIBUTES - {"mH", "real", "imag"}
+
+
+def is_dtype_only_move(call: cst.Call, facts) -> bool:
+    """`.to(torch.float16)` / `.to(dtype=...)` converts but does not move."""
+    if not call.args or any(a.star for a in call.args):
+        return False
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value not in ("dtype", "non_blocking", "copy", "memory_format"):
+                return False
+        elif not _is_dtype(arg.value, facts):
+            return False
+    return True
+
+
+def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
+    """`torch.float16`, or a `.dtype` attribute (`x.to(y.dtype)`)."""
+    if facts.resolve(expr) in names.DTYPE_NAMES:
+        return True
+    return isinstance(expr, (cst.Name, cst.Attribute)) and syntax.last_name(expr) == "dtype"
+
+
+# --- what an expression holds --------------------------------------------------------------
+TENSOR = "tensor"  # a tensor
+CONTAINER = "container"  # a list, tuple, set or dict holding one
+NON_TENSOR = "non-tensor"  # a number, a shape, a dtype: no tensor comes out
+PARAMETERS = "parameters"  # a place: where the function's tensor parameters live
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an expression holds (`kind`: TENSOR, CONTAINER, NON_TENSOR or None, not known) and
+    where it lives (`place`: PARAMETERS, or None, not known: a CPU tensor made here, or anything
+    this model does not follow)."""
+
+    kind: Optional[str] = None
+    place: Optional[str] = None
+
+
+UNKNOWN = Value()
+
+
+@dataclass
+class Placement:
+    """How a value got onto an accelerator."""
+
+    device: Optional[cst.BaseExpression]  # what it was moved with; None for `.cuda()` or torch.load
+    exact: bool = True  # the expression names the device itself (`.to(device)`), not an index (`.cuda(rank)`)
+
+
+class ValueModel:
+    """The evaluator for the expressions of one scope.
+
+    - `of(expr)`: what it holds and whether it lives with the function's tensor parameters.
+      `names` gives the value a local name holds; `returns`, where given, what a call of a
+      same-file function or method returns (or None: not such a call). DEV003 asks `place`,
+      DEV004 `kind`.
+    - `placement_of(expr)` / `device_less_factory(expr)`: whether it is on an accelerator, or
+      a CPU tensor made without `device=`, by what the scope did to its names (`placed`,
+      `factories`). DEV007 and DEV008 ask these.
+    """
+
+    def __init__(self, facts, names: Callable[[str], Value] = lambda name: UNKNOWN,
+                 returns: Optional[Callable[[cst.Call], Optional[Value]]] = None,
+                 placed: Optional[dict[str, Placement]] = None, factories: Optional[dict[str, cst.Call]] = None) -> None:
+        self.facts = facts
+        self.names = names
+        self.returns = returns
+        self.placed = placed if placed is not None else {}
+        self.factories = factories if factories is not None else {}
+
+    # --- on an accelerator, or made on the CPU ------------------------------------------------
+    def device_less_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The factory call when expr is one (with host-only methods on it), made without device=."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.facts.resolve(expr.func) is None:
+            if expr.func.attr.value not in names.SHAPE_METHODS:
+                return None
+            expr = expr.func.value
+        if isinstance(expr, cst.Name):
+            return self.factories.get(expr.value)
+        if not isinstance(expr, cst.Call) or self.facts.is_tensor_source(expr) is None:
+            return None
+        if syntax.keyword(expr, "device") or syntax.has_double_star(expr):
+            return None
+        return expr
+
+    def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
+        """Where expr lives when this scope put it on an accelerator, else None (CPU or unknown)."""
+        while True:
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value
+                continue
+            if not isinstance(expr, cst.Call):
+                break
+            func = expr.func
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            if method == "cpu" or (method == "to" and to_cpu(self.facts, expr)):
+                return None
+            if method == "cuda":
+                index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
+                return Placement(index.value if index is not None else None, exact=False)
+            if method == "to" and not is_dtype_only_move(expr, self.facts):
+                device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
+                return Placement(device.value if device is not None else None)
+            if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
+                module = func.value if method == "forward" else func
+                return self.placed.get(module.value) if isinstance(module, cst.Name) else None
+            if method in names.PLACEMENT_KEEPING_METHODS:
+                expr = func.value
+                continue
+            return None
+        if isinstance(expr, cst.Name):
+            return self.placed.get(expr.value)
+        return None
+
+    # --- what it holds, and with the parameters or not -------------------------------------
+
+    def of(self, expr: cst.BaseExpression) -> Value:
+        step = _EXPRESSIONS.get(type(expr))
+        return step(self, expr) if step is not None else UNKNOWN
+
+    def _name(self, expr: cst.Name) -> Value:
+        return self.names(expr.value)
+
+    def _attribute(self, expr: cst.Attribute) -> Value:
+        attr = expr.attr.value
+        if attr in names.NON_TENSOR_ATTRIBUTES:
+            return Value(NON_TENSOR)
+        receiver = self.of(expr.value)
+        if attr in VIEWS_FOLLOWED:
+            return receiver
+        return Value(None, receiver.place)  # `x.real`, `x.grad`: somewhere near x, not known to be a tensor
+
+    def _subscript(self, expr: cst.Subscript) -> Value:
+        return self.of(expr.value)
+
+    def _binary(self, expr: cst.BinaryOperation) -> Value:
+        return _either(self.of(expr.left), self.of(expr.right))
+
+    def _comparison(self, expr: cst.Comparison) -> Value:
+        """`x == 1` is a bool tensor where x is (its kind is not followed)."""
+        operands = [self.of(expr.left), *(self.of(t.comparator) for t in expr.comparisons)]
+        return Value(None, PARAMETERS if any(v.place == PARAMETERS for v in operands) else None)
+
+    def _unary(self, expr: cst.UnaryOperation) -> Value:
+        return self.of(expr.expression)
+
+    def _conditional(self, expr: cst.IfExp) -> Value:
+        return _either(self.of(expr.body), self.of(expr.orelse))
+
+    def _display(self, expr) -> Value:
+        """A list, tuple, set or dict literal: a container when it holds a tensor."""
+        held = self._held(expr)
+        return Value(CONTAINER if held.kind is not None else None)
+
+    def _held(self, expr: cst.BaseExpression) -> Value:
+        """What a container literal holds (an argument like `torch.cat([x, y])`); places are
+        followed into lists and tuples only."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return _either(*(self.of(e.value) for e in expr.elements))
+        if isinstance(expr, cst.Set):
+            return Value(_either(*(self.of(e.value) for e in expr.elements)).kind)
+        if isinstance(expr, cst.Dict):
+            return Value(_either(*(self.of(e.value) for e in expr.elements if isinstance(e, cst.DictElement))).kind)
+        return self.of(expr)
+
+    def _call(self, expr: cst.Call) -> Value:
+        func = expr.func
+        qualified = self.facts.resolve(func)
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in names.NON_TENSOR_METHODS and qualified is None:
+            return Value(NON_TENSOR)
+        returned = self.returns(expr) if self.returns is not None else None
+        if method is not None and qualified is None:  # a method of a value: where the value is
+            receiver = self.of(func.value)
+            return Value(returned.kind if returned is not None else _tensor_kind(receiver), receiver.place)
+        if qualified is None or not qualified.startswith("torch."):
+            return Value(returned.kind if returned is not None else None)
+        return self._torch_call(expr, qualified, method)
+
+    def _torch_call(self, call: cst.Call, qualified: str, method: Optional[str]) -> Value:
+        """A new tensor lives where `device=` says (`device=x.device`); another torch function's
+        result lives where its tensor arguments do."""
+        device = syntax.keyword(call, "device")
+        placed_by_device = device is not None and any(
+            isinstance(n, cst.Name) and self.names(n.value).place == PARAMETERS for n in syntax.walk(device.value)
+        )
+        if qualified in names.TENSOR_SOURCES:  # `torch.arange(n)` ignores where n lives
+            return Value(TENSOR, PARAMETERS if placed_by_device else None)
+        arguments = [(a, self._held(a.value)) for a in call.args]
+        with_parameters = placed_by_device or any(v.place == PARAMETERS for _, v in arguments)
+        place = PARAMETERS if with_parameters else None
+        if qualified in PARAMETER_CLASSES or method in names.NON_TENSOR_METHODS or qualified.startswith("torch.nn."):
+            return Value(None, place)
+        holds_tensor = any(_tensor_kind(v) is not None for a, v in arguments if a.keyword is None)
+        return Value(TENSOR if holds_tensor else None, place)
+
+
+def to_cpu(facts, call: cst.Call) -> bool:
+    """`.to("cpu")`, `.to(torch.device("cpu"))`."""
+    device = syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
+    if device is None:
+        return False
+    value = device.value
+    if syntax.string_value(value) == "cpu":
+        return True
+    if isinstance(value, cst.Call) and facts.resolve(value.func) == "torch.device":
+        first = syntax.positional(value)[:1]
+        return bool(first) and syntax.string_value(first[0].value) == "cpu"
+    return False
+
+
+def _tensor_kind(value: Value) -> Optional[str]:
+    return value.kind if value.kind in (TENSOR, CONTAINER) else None
+
+
+def _either(*values: Value) -> Value:
+    """One of several values (an operator's operands, a conditional's branches): a container
+    where any may be one, a tensor where any is; where any lives with the parameters."""
+    kinds = [v.kind for v in values]
+    kind = CONTAINER if CONTAINER in kinds else (TENSOR if TENSOR in kinds else None)
+    place = PARAMETERS if any(v.place == PARAMETERS for v in values) else None
+    return Value(kind, place)
+
+
+_EXPRESSIONS: dict[type, Callable[[ValueModel, cst.BaseExpression], Value]] = {
+    cst.Name: ValueModel._name,
+    cst.Attribute: ValueModel._attribute,
+    cst.Subscript: ValueModel._subscript,
+    cst.BinaryOperation: ValueModel._binary,
+    cst.Comparison: ValueModel._comparison,
+    cst.UnaryOperation: ValueModel._unary,
+    cst.IfExp: ValueModel._conditional,
+    cst.List: ValueModel._display,
+    cst.Tuple: ValueModel._display,
+    cst.Set: ValueModel._display,
+    cst.Dict: ValueModel._display,
+    cst.Call: ValueModel._call,
+}

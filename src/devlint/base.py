@@ -1,0 +1,143 @@
+"""What a rule is and what it sees: `Rule`, the fix it proposes (`NodeFix`), and the traversal
+`Context` (where the traversal is, the file's facts, the analyses the rules asked for)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, ClassVar, Generic, Optional, TypeVar
+
+import libcst as cst
+
+from devlint import syntax
+from devlint.facts import ClassInfo, FileFacts
+from devlint.findings import SAFE, UNSAFE
+
+if TYPE_CHECKING:
+    from devlint.analysis.base import Analysis
+
+__all__ = ["SAFE", "UNSAFE", "NodeFix", "ClassFrame", "FunctionFrame", "Context", "Rule", "FrameState"]
+
+A = TypeVar("A", bound="Analysis")
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    """A fix as a rule proposes it: replace `target` (a node of the parsed module) by `replacement`."""
+
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    target: cst.CSTNode
+    replacement: cst.CSTNode
+
+
+class ClassFrame:
+    def __init__(self, node: cst.ClassDef, info: Optional[ClassInfo]) -> None:
+        self.node = node
+        self.is_module = bool(info and info.is_module)
+
+
+class FunctionFrame:
+    def __init__(self, node: cst.FunctionDef, parent: "Optional[FunctionFrame]", klass: Optional[ClassFrame]):
+        self.node = node
+        if klass is not None:  # a method: `self` is its first parameter
+            self.klass, self.method = klass, node.name.value
+            params = [*node.params.posonly_params, *node.params.params]
+            decorators = syntax.decorator_names(node)
+            is_instance_method = "staticmethod" not in decorators and "classmethod" not in decorators
+            self.self_name = params[0].name.value if params and is_instance_method else None
+        elif parent is not None:  # a function nested in a function: belongs to the same method
+            self.klass, self.method, self.self_name = parent.klass, parent.method, parent.self_name
+        else:
+            self.klass, self.method, self.self_name = None, None, None
+
+    @property
+    def in_module_class(self) -> bool:
+        return self.klass is not None and self.klass.is_module
+
+    def self_attribute(self, expr: cst.BaseExpression) -> Optional[str]:
+        """NAME when expr is `self.NAME` in a method (or a function nested in one)."""
+        if (
+            self.klass is not None
+            and self.self_name is not None
+            and isinstance(expr, cst.Attribute)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == self.self_name
+        ):
+            return expr.attr.value
+        return None
+
+
+class Context:
+    """What a rule may ask about the place the traversal is at."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.ancestors: list[cst.CSTNode] = []  # the current node is ancestors[-1]
+        self.classes: list[ClassFrame] = []
+        self.functions: list[FunctionFrame] = []
+        self.analyses: dict[type[Analysis], Analysis] = {}
+        self.findings: list[tuple[str, str, str, cst.CSTNode, Optional[NodeFix], cst.CSTNode]] = []
+
+    def __getitem__(self, analysis: type[A]) -> A:
+        """The file's instance of an analysis that the asking rule declared in `requires`."""
+        return self.analyses[analysis]  # type: ignore[return-value]
+
+    @property
+    def function(self) -> Optional[FunctionFrame]:
+        return self.functions[-1] if self.functions else None
+
+    @property
+    def klass(self) -> Optional[ClassFrame]:
+        return self.classes[-1] if self.classes else None
+
+    def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
+        statement = self.ancestors[1] if len(self.ancestors) > 1 else node  # the module-level statement
+        self.findings.append((code, name, message, node, fix, statement))
+
+
+class FrameState(Generic[S]):
+    """State a rule or an analysis keeps per class or function frame (or per scope, the key
+    None standing for the module level): made on first use, dropped with `pop`."""
+
+    def __init__(self, make: Callable[[], S]) -> None:
+        self._make = make
+        self._states: dict = {}
+
+    def __getitem__(self, frame) -> S:
+        state = self._states.get(frame)
+        if state is None:
+            state = self._states[frame] = self._make()
+        return state
+
+    def get(self, frame) -> Optional[S]:
+        return self._states.get(frame)
+
+    def pop(self, frame) -> Optional[S]:
+        return self._states.pop(frame, None)
+
+
+class Rule:
+    """A rule: its identity, the analyses it requires, and `visit_<Node>` / `leave_<Node>`
+    handlers over the traversal. `fixes` says whether a finding comes with a fix ("always",
+    "sometimes" or "never") and `applicabilities` which ones (SAFE, UNSAFE)."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    fixes: ClassVar[str] = "never"
+    applicabilities: ClassVar[tuple[str, ...]] = ()
+    requires: ClassVar[tuple[type[Analysis], ...]] = ()
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.facts = ctx.facts
+
+    def report(self, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
+        self.ctx.report(self.code, self.name, node, message, fix)
+
+    @classmethod
+    def fix_availability(cls) -> str:
+        """`sometimes available (safe or unsafe)`, as the rule's doc and `devlint rule` say it."""
+        if cls.fixes == "never":
+            return "not available"
+        return f"{cls.fixes} available ({' or '.join(cls.applicabilities)})"

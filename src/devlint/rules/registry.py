@@ -1,0 +1,23 @@
+"""The rule classes, in code order. A new rule is added here and in `NAMES` (`__init__.py`)."""
+from __future__ import annotations
+
+from devlint.rules.dev001 import HardcodedCudaCall
+from devlint.rules.dev002 import LoadWithoutMapLocation
+from devlint.rules.dev003 import FactoryWithoutDevice
+from devlint.rules.dev004 import UnregisteredTensorAttribute
+from devlint.rules.dev005 import HardcodedCudaString
+from devlint.rules.dev006 import MapLocationOnWrongCall
+from devlint.rules.dev007 import InputDeviceMismatch
+from devlint.rules.dev008 import NumpyOnDeviceTensor
+
+ALL_RULES = (
+    HardcodedCudaCall,
+    LoadWithoutMapLocation,
+    FactoryWithoutDevice,
+    UnregisteredTensorAttribute,
+    HardcodedCudaString,
+    MapLocationOnWrongCall,
+    InputDeviceMismatch,
+    NumpyOnDeviceTensor,
+)
+BY_CODE = {rule.code: rule for rule in ALL_RULES}
