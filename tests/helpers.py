@@ -7,6 +7,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def lint(source: str, select: tuple[str, ...] = ("DEV",)) -> list:
+    """What `devlint` reports for `source` as a file of no project, with the rules `select` names:
+    the findings, through the same Linter every front end uses."""
+    from devlint.config import Selection, Settings
+    from devlint.linter import Linter
+
+    return Linter(Settings(root=Path("."), layers=[Selection(select=list(select))]), Path("m.py")).check(source)
+
+
 def devlint(*args, cwd, input=None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """`prefix`: a command to run devlint under (`setpriv ...`)."""
     return subprocess.run([*prefix, sys.executable, "-m", "devlint", *map(str, args)],

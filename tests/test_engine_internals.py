@@ -9,6 +9,7 @@ from devlint import engine, syntax
 from devlint.positions import statement_positions
 from devlint.analysis import Analysis
 from devlint.rules import ALL_RULES, BY_CODE, NAMES
+from helpers import lint
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").rglob("*.py"))
@@ -101,7 +102,7 @@ def _instantiated_analyses(monkeypatch, rule_classes):
         original(self, ctx)
 
     monkeypatch.setattr(Analysis, "__init__", record)
-    findings = engine.check_source(ANALYSED, rule_classes)
+    findings = lint(ANALYSED, tuple(rule.code for rule in rule_classes))
     return made, findings
 
 
@@ -120,8 +121,8 @@ def test_an_analysis_is_made_only_for_the_rules_that_require_it(monkeypatch):
 def test_each_rule_finds_alone_what_it_finds_with_the_others(path):
     """No rule depends on another one being selected: the analyses it requires are enough."""
     source = path.read_text(encoding="utf-8")
-    together = engine.check_source(source)
-    alone = sorted((f for rule in ALL_RULES for f in engine.check_source(source, [rule])), key=lambda f: f.sort_key)
+    together = lint(source)
+    alone = sorted((f for rule in ALL_RULES for f in lint(source, (rule.code,))), key=lambda f: f.sort_key)
     assert together == alone
 
 

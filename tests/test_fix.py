@@ -15,6 +15,7 @@ import pytest
 from devlint import engine, fixer, runner
 from devlint.config import Settings
 from devlint.linter import Linter
+from helpers import lint
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 
@@ -316,6 +317,6 @@ class M(nn.Module):
 ])
 def test_dev004_fix_is_safe_only_for_integer_and_bool_tables(value, applicability):
     local = "ids = torch.arange(4); pe = torch.zeros(4); tables = (torch.arange(2), torch.arange(3))"
-    (finding,) = engine.check_source(DTYPE_MODULE.format(local=local, value=value))
+    (finding,) = lint(DTYPE_MODULE.format(local=local, value=value))
     assert finding.code == "DEV004"
     assert (finding.fix.applicability if finding.fix is not None else None) == applicability

@@ -8,10 +8,10 @@ import pytest
 
 from devlint import docs, fixer
 from devlint.config import Settings
-from devlint.engine import check_source
 from devlint.linter import Linter
 from devlint.rules import ALL_RULES
 from expectations import expected_findings, mismatches
+from helpers import lint
 
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix", "Fixed")
 MARKER = re.compile(r"\s*#\s*error:\s*\[[^\]]*\]")
@@ -31,7 +31,7 @@ def test_doc_has_title_and_sections(rule):
 def test_bad_example_gives_exactly_the_marked_findings(rule):
     (example,) = docs.code_blocks(docs.sections(docs.rule_doc(rule.code))["Example"])
     assert any(code == rule.code for _, code, _ in expected_findings(example))
-    problems = mismatches(example, check_source(example))
+    problems = mismatches(example, lint(example))
     assert not problems, "\n".join(problems)
 
 
@@ -40,7 +40,7 @@ def test_good_example_is_clean(rule):
     blocks = docs.code_blocks(docs.sections(docs.rule_doc(rule.code))["Use instead"])
     assert blocks
     for block in blocks:
-        assert check_source(block) == []
+        assert lint(block) == []
         assert not expected_findings(block)
 
 
@@ -69,7 +69,7 @@ def test_fix_line_names_the_applicabilities_the_rule_offers(rule):
     match = re.fullmatch(r"\*\*Fix:\*\* (always|sometimes) available \((safe|unsafe|safe or unsafe)\)", line)
     assert match, line
     source = (Path(__file__).parent / "fixtures" / f"{rule.code}.py").read_text(encoding="utf-8")
-    findings = [f for f in check_source(source) if f.code == rule.code]
+    findings = [f for f in lint(source) if f.code == rule.code]
     offered = {f.fix.applicability for f in findings if f.fix is not None}
     assert offered == set(match.group(2).split(" or "))
     assert (match.group(1) == "always") == all(f.fix is not None for f in findings)

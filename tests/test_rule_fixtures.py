@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from devlint.engine import check_source
 from expectations import expected_findings, mismatches
+from helpers import lint
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 
@@ -11,7 +11,7 @@ FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_fixture_findings_match_markers(path):
     source = path.read_text(encoding="utf-8")
-    problems = mismatches(source, check_source(source))
+    problems = mismatches(source, lint(source))
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
 
 

@@ -211,12 +211,3 @@ def _keeps_comments(node_fix: NodeFix) -> bool:
         return found
 
     return not comments(node_fix.target) - comments(node_fix.replacement)
-
-
-def check_source(source: str, rule_classes: Optional[Iterable[type[Rule]]] = None) -> list[Finding]:
-    """Findings in `source`, sorted by position. Raises ParseError when it does not parse."""
-    from devlint.rules import ALL_RULES
-
-    if not could_hold_finding(source):
-        return []
-    return check_module(parse(source), ALL_RULES if rule_classes is None else rule_classes, source)
