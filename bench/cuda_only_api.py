@@ -33,7 +33,9 @@ SUBMODULES = (
     "torch.cuda.gds", "torch.cuda.green_contexts", "torch.cuda.sparse",
 )
 
-# Not called, and why: each of these touches files or loads code.
+# Not called, and why: each of these touches files or loads code. Calls that only set process
+# state (seeds, `init`, `set_sync_debug_mode`, tunable switches) are made: the forked process
+# they run in is thrown away.
 NOT_CALLED = {
     "torch.cuda.CUDAPluggableAllocator": "loads a shared library",
     "torch.cuda.memory.CUDAPluggableAllocator": "loads a shared library",
