@@ -34,6 +34,21 @@ def _add_selection_options(p, extend: bool = False) -> None:
     p.add_argument("--ignore", action="append", metavar="CODES", help="rule codes or prefixes to disable")
 
 
+def _target_torch(value: str) -> tuple[int, int]:
+    from devlint.config import ConfigError, parse_target_torch
+
+    try:
+        return parse_target_torch(value, "--target-torch")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("--target-torch: `target-torch` ", "")) from None
+
+
+def _add_target_torch(p) -> None:
+    p.add_argument("--target-torch", type=_target_torch, metavar="X.Y",
+                   help="the oldest torch the checked code must run on; picks fixes and advice (default: "
+                        "target-torch in [tool.devlint], else the lowest the project's torch requirement allows, else 2.1)")
+
+
 def _add_output_format(p, choices: Sequence[str]) -> None:
     p.add_argument("--output-format", choices=choices, default="text", help="default: text")
 
@@ -56,6 +71,8 @@ def _add_check_options(p) -> None:
     p.add_argument("--no-cache", action="store_true", help="check every file again, ignoring .devlint_cache/")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help="where to keep the cache (default: .devlint_cache/ beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    _add_target_torch(p)
+    p.add_argument("--show-settings", action="store_true", help="print the settings a check would use, and exit")
     _add_config_options(p)
     p.add_argument("--exclude", action="append", default=[], metavar="PATTERN", help="extra glob patterns to skip while walking directories")
     p.add_argument("-V", "--version", action="version", version=f"devlint {__version__}")
@@ -70,6 +87,7 @@ def _add_rule_options(p) -> None:
 def _add_explain_options(p) -> None:
     p.add_argument("error", nargs="?", help="the error text, a file holding it, or - (default) for standard input")
     _add_output_format(p, ("text", "json"))
+    _add_target_torch(p)
     _add_config_options(p)
 
 
@@ -86,6 +104,7 @@ def _add_confirm_options(p) -> None:
     p.add_argument("--memory-mb", type=int, metavar="MB", help="address-space limit per file (default 8192)")
     _add_selection_options(p)
     _add_output_format(p, ("text", "json"))
+    _add_target_torch(p)
     _add_config_options(p)
 
 
@@ -156,6 +175,9 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     unsafe = settings.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
+    if args.show_settings:
+        _show_settings(settings, unsafe)
+        return EXIT_CLEAN
     mode = None
     if args.diff or args.fix:
         mode = ("unsafe-" if unsafe else "") + ("diff" if args.diff else "write")
@@ -242,7 +264,9 @@ def _settings(args: argparse.Namespace, start: Path, cwd: Path):
         config_file = args.config
     else:
         config_file = find_config(start if start.exists() else cwd) or find_config(cwd)
-    settings = load_settings(config_file, cwd)
+    settings = load_settings(config_file, cwd, start=start, read_project=not args.isolated)
+    if getattr(args, "target_torch", None) is not None:
+        settings.set_target_torch(args.target_torch, "--target-torch")
     select = getattr(args, "select", None)
     settings.layers.append(Selection(
         select=check_selectors(split_codes(select), "--select") if select else None,
@@ -250,6 +274,20 @@ def _settings(args: argparse.Namespace, start: Path, cwd: Path):
         ignore=check_selectors(split_codes(getattr(args, "ignore", None)), "--ignore"),
     ))
     return settings
+
+
+def _show_settings(settings, unsafe: bool) -> None:
+    major, minor = settings.target_torch
+    for key, value in (
+        ("configuration", settings.config_file or "none"),
+        ("root", settings.root),
+        ("rules", ", ".join(sorted(settings.enabled_codes())) or "none"),
+        ("unsafe-fixes", str(unsafe).lower()),
+        ("exclude", ", ".join(settings.exclude) or "none"),
+        ("per-file-ignores", ", ".join(f"{k} = {','.join(v)}" for k, v in settings.per_file_ignores.items()) or "none"),
+        ("target-torch", f"{major}.{minor} ({settings.target_torch_source})"),
+    ):
+        print(f"{key}: {value}")
 
 
 def _progress_bar(stream):

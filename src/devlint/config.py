@@ -23,7 +23,10 @@ DEFAULT_EXCLUDE = (
     ".pytest_cache", ".ruff_cache", ".devlint_cache", "build", "dist", "site-packages", "node_modules",
     "*.egg-info", ".eggs", "__pypackages__", "_build", "buck-out", ".ipynb_checkpoints", ".direnv",
 )
-KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "unsafe-fixes", "confirm"}
+KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "unsafe-fixes", "confirm",
+              "target-torch"}
+# The torch that checked code must run on when neither the settings nor a requirement say.
+DEFAULT_TARGET_TORCH = (2, 1)
 
 
 class ConfigError(Exception):
@@ -48,6 +51,44 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
     confirm: dict = field(default_factory=dict)  # [tool.devlint.confirm], read by `devlint confirm`
+    # The target torch picks fixes and advice, never what is flagged. It is `target-torch` (or
+    # --target-torch) when given, else what the project's torch requirements allow, worked out
+    # on first use: parsing them imports `packaging`, which a run the cache answers never needs.
+    target_torch_setting: Optional[tuple[int, int]] = None
+    target_torch_setting_source: str = ""
+    torch_requirements: list[tuple[str, str]] = field(default_factory=list)  # (requirement, where)
+
+    @property
+    def target_torch(self) -> tuple[int, int]:
+        return self._target[0]
+
+    @property
+    def target_torch_source(self) -> str:
+        return self._target[1]
+
+    def torch_at_least(self, major: int, minor: int = 0) -> bool:
+        """Whether the checked code may use an API that torch `major.minor` introduced."""
+        return self.target_torch >= (major, minor)
+
+    def set_target_torch(self, version: tuple[int, int], source: str) -> None:
+        self.target_torch_setting, self.target_torch_setting_source = version, source
+        self.__dict__.pop("_target", None)
+
+    def target_torch_key(self) -> str:
+        """What the target torch is worked out from, for cache keys (no parsing)."""
+        if self.target_torch_setting is not None:
+            return "%d.%d" % self.target_torch_setting
+        return "\n".join(text for text, _ in self.torch_requirements)
+
+    @functools.cached_property
+    def _target(self) -> tuple[tuple[int, int], str]:
+        if self.target_torch_setting is not None:
+            return self.target_torch_setting, self.target_torch_setting_source
+        found = torch_floor(self.torch_requirements)
+        if found is None:
+            return DEFAULT_TARGET_TORCH, "default"
+        version, text, where = found
+        return version, f"`{text}` in {where}"
 
     def enabled_codes(self) -> set[str]:
         enabled: set[str] = set()
@@ -149,9 +190,31 @@ def find_config(start: Path) -> Optional[Path]:
     return None
 
 
-def load_settings(config_file: Optional[Path], cwd: Path) -> Settings:
+def find_project(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml from `start` upwards, with or without [tool.devlint]."""
+    start = start.resolve()
+    for directory in (start, *start.parents) if start.is_dir() else start.parents:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(config_file: Optional[Path], cwd: Path, start: Optional[Path] = None,
+                  read_project: bool = True) -> Settings:
+    """`[tool.devlint]` of `config_file` (None: the defaults). The target torch, when the table
+    does not set it, comes from the torch requirement of the config file's project, or, without
+    a config file, of the nearest pyproject.toml above `start` (default: `cwd`); `read_project`
+    False reads none."""
     if config_file is None:
-        return Settings(root=cwd)
+        settings = Settings(root=cwd)
+        project = find_project(start if start is not None and start.exists() else cwd) if read_project else None
+        if project is not None:
+            try:
+                _target_from_project(settings, tomllib.loads(project.read_text(encoding="utf-8")), project)
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                pass  # not a configuration file of ours: an unreadable one only loses the inference
+        return settings
     try:
         data = tomllib.loads(config_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -186,7 +249,86 @@ def load_settings(config_file: Optional[Path], cwd: Path) -> Settings:
         pattern: check_selectors(_as_list(codes, f"{where} per-file-ignores", pattern), where)
         for pattern, codes in per_file.items()
     }
+    if "target-torch" in table:
+        settings.set_target_torch(parse_target_torch(table["target-torch"], where), f"target-torch in {config_file}")
+    elif read_project:
+        _target_from_project(settings, data, config_file)
     return settings
+
+
+# --- the target torch version -------------------------------------------------------------------
+_VERSION = re.compile(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*")
+_NAMES_TORCH = re.compile(r"\s*torch(?![\w.-])", re.IGNORECASE)  # a quick test before parsing
+
+
+def parse_target_torch(value, where: str) -> tuple[int, int]:
+    """"2.4" (or "2.4.1") -> (2, 4). Raises ConfigError."""
+    if not isinstance(value, str):
+        # TOML would read 2.10 as the float 2.1
+        raise ConfigError(f"{where}: `target-torch` must be a string such as \"2.4\", not {value!r}")
+    match = _VERSION.fullmatch(value)
+    if match is None:
+        raise ConfigError(f"{where}: `target-torch` must be a torch version such as \"2.4\", not {value!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _target_from_project(settings: Settings, data: dict, pyproject: Path) -> None:
+    project = data.get("project")
+    if not isinstance(project, dict):
+        return
+    requirements = []
+    dependencies = project.get("dependencies")
+    if isinstance(dependencies, list):
+        requirements += [(r, "dependencies") for r in dependencies]
+    optional = project.get("optional-dependencies")
+    if isinstance(optional, dict):
+        requirements += [(r, f"optional-dependencies.{extra}") for extra, group in optional.items()
+                         if isinstance(group, list) for r in group]
+    settings.torch_requirements = [(text, f"{pyproject} [project] {place}") for text, place in requirements
+                                   if isinstance(text, str) and _NAMES_TORCH.match(text)]
+
+
+def torch_floor(requirements: Iterable) -> Optional[tuple[tuple[int, int], str, str]]:
+    """The lowest torch (major, minor) that the requirement strings allow, with the requirement
+    that sets it and its place (`requirements` holds (string, place) pairs or plain strings).
+    None when no string names torch, or one names it with no lower bound (`torch`, `torch<3`):
+    any version may then be installed. Markers are not evaluated: the lowest over all of them."""
+    floors = []
+    for item in requirements:
+        text, place = item if isinstance(item, tuple) else (item, "")
+        if not isinstance(text, str) or not _NAMES_TORCH.match(text):
+            continue
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
+
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(requirement.name) != "torch":
+            continue
+        floor = _lower_bound(requirement.specifier)
+        if floor is None:
+            return None
+        floors.append((floor, text.strip(), place))
+    return min(floors, key=lambda f: f[0]) if floors else None
+
+
+def _lower_bound(specifiers) -> Optional[tuple[int, int]]:
+    """The (major, minor) of the highest lower bound in a specifier set: `>=2.4`, `>2.4`,
+    `~=2.5.0`, `==2.6.*`, `==2.6.1`; None when there is none (`<3`, `!=2.2`)."""
+    from packaging.version import InvalidVersion, Version
+
+    bounds = []
+    for spec in specifiers:
+        if spec.operator not in (">=", ">", "~=", "==", "==="):
+            continue
+        try:
+            release = Version(spec.version.rstrip("*").rstrip(".")).release
+        except InvalidVersion:
+            continue
+        bounds.append((release + (0,))[:2])
+    return max(bounds) if bounds else None
 
 
 def _strings(table: dict, key: str, where: str) -> list[str]:

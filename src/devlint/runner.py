@@ -352,7 +352,8 @@ class FindingCache:
 
         self.root = root / f"{__version__}-{self.FORMAT}"
         self.settings = settings
-        self.codes = ",".join(sorted(settings.enabled_codes()))
+        # The target torch picks fixes and messages: what it is worked out from is part of the key.
+        self.codes = ",".join(sorted(settings.enabled_codes())) + "|torch " + settings.target_torch_key()
         self.marked = False
 
     def _mark(self) -> None:
