@@ -60,12 +60,14 @@ def median_run(command: list[str], runs: int, cwd: Path | None = None, output: P
     return statistics.median(r[0] for r in results), max(r[1] for r in results)
 
 
-def side_by_side(commands: dict[str, list[str]], baseline: Path, runs: int, tmp: Path) -> list[tuple[str, float, float, bool]]:
-    """(name, this version's median seconds, the baseline's, same output) per command; the two
-    versions alternate run by run, so both see the same moods of the machine."""
+def side_by_side(commands: dict[str, list[str]], baseline: Path, runs: int, tmp: Path) -> list[tuple]:
+    """(name, this version's median seconds, the baseline's, same output, this version's peak MB,
+    the baseline's) per command; the two versions alternate run by run, so both see the same
+    moods of the machine."""
     rows = []
     for name, command in commands.items():
         times: dict[str, list[float]] = {"this": [], "baseline": []}
+        peaks: dict[str, float] = {"this": 0.0, "baseline": 0.0}
         outputs = {}
         for _ in range(runs):
             for version, source in (("this", THIS_SOURCE), ("baseline", baseline)):
@@ -74,9 +76,12 @@ def side_by_side(commands: dict[str, list[str]], baseline: Path, runs: int, tmp:
                 if "{cache}" in command and not cache.exists():
                     run(full, source=source)  # fill the cache
                 outputs[version] = tmp / f"{version}.json"
-                times[version].append(run(full, output=outputs[version], source=source)[0])
+                seconds, peak, _ = run(full, output=outputs[version], source=source)
+                times[version].append(seconds)
+                peaks[version] = max(peaks[version], peak)
         same = outputs["this"].read_bytes() == outputs["baseline"].read_bytes()
-        rows.append((name, statistics.median(times["this"]), statistics.median(times["baseline"]), same))
+        rows.append((name, statistics.median(times["this"]), statistics.median(times["baseline"]), same,
+                     peaks["this"], peaks["baseline"]))
     return rows
 
 
@@ -151,9 +156,9 @@ def main() -> None:
     print(f"{'--select DEV002 / all rules (cold)':<44} {rows['devlint --select DEV002, cold'][0] / cold:>9.3f}")
     if args.baseline:
         print(f"\nbeside the baseline ({args.baseline}), medians of {args.runs} alternating runs:")
-        print(f"{'command':<44} {'this':>9} {'baseline':>9} {'this/base':>10}  same findings")
-        for name, this, base, same in compared:
-            print(f"{name:<44} {this:>9.2f} {base:>9.2f} {this / base:>10.3f}  {'yes' if same else 'NO'}")
+        print(f"{'command':<32} {'this':>8} {'baseline':>9} {'this/base':>10} {'peak MB':>8} {'base MB':>8}  same findings")
+        for name, this, base, same, peak, base_peak in compared:
+            print(f"{name:<32} {this:>8.2f} {base:>9.2f} {this / base:>10.3f} {peak:>8.0f} {base_peak:>8.0f}  {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -133,3 +133,21 @@ def test_the_method_sets_the_rules_ask_come_from_the_one_table():
     assert names.PLACEMENT_KEEPING_METHODS - names.MODULE_RETURNING_METHODS <= names.SHAPE_METHODS
     assert names.PLACING_METHODS <= set(names.TENSOR_METHODS)
     assert names.TENSOR_VIEW_ATTRIBUTES | names.NON_TENSOR_ATTRIBUTES == set(names.TENSOR_ATTRIBUTES)
+
+
+def test_a_check_leaves_no_reference_cycle():
+    """Workers skip full collections (bench/README.md): reference counting alone must free a
+    file's tree, its analyses and its rules."""
+    import gc
+
+    sources = [p.read_text(encoding="utf-8") for p in FIXTURES]
+    lint(sources[0])  # imports and first-use caches made before counting
+    gc.collect()
+    gc.disable()
+    try:
+        for source in sources:
+            lint(source)
+        unreachable = gc.collect()
+    finally:
+        gc.enable()
+    assert unreachable == 0
