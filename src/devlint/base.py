@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Generic, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, ClassVar, Generic, NamedTuple, Optional, TypeVar
 
 import libcst as cst
 
@@ -67,6 +67,22 @@ class FunctionFrame:
         return None
 
 
+class Reported(NamedTuple):
+    """A finding as a rule reports it, with where the traversal was."""
+
+    code: str
+    name: str
+    message: str
+    node: cst.CSTNode
+    fix: Optional[NodeFix]
+    ancestors: tuple[cst.CSTNode, ...]  # from the module down to `node`
+
+    @property
+    def statement(self) -> cst.CSTNode:
+        """The module-level statement holding the finding."""
+        return self.ancestors[1] if len(self.ancestors) > 1 else self.node
+
+
 class Context:
     """What a rule may ask about the place the traversal is at."""
 
@@ -76,7 +92,7 @@ class Context:
         self.classes: list[ClassFrame] = []
         self.functions: list[FunctionFrame] = []
         self.analyses: dict[type[Analysis], Analysis] = {}
-        self.findings: list[tuple[str, str, str, cst.CSTNode, Optional[NodeFix], cst.CSTNode]] = []
+        self.findings: list[Reported] = []
 
     def __getitem__(self, analysis: type[A]) -> A:
         """The file's instance of an analysis that the asking rule declared in `requires`."""
@@ -91,8 +107,7 @@ class Context:
         return self.classes[-1] if self.classes else None
 
     def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
-        statement = self.ancestors[1] if len(self.ancestors) > 1 else node  # the module-level statement
-        self.findings.append((code, name, message, node, fix, statement))
+        self.findings.append(Reported(code, name, message, node, fix, tuple(self.ancestors)))
 
 
 class FrameState(Generic[S]):

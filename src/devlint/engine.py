@@ -15,11 +15,12 @@ from collections import Counter
 from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint import syntax
 from devlint.analysis.base import in_dependency_order
-from devlint.base import ClassFrame, Context, FunctionFrame, NodeFix, Rule  # noqa: F401 (NodeFix, Rule re-exported)
+from devlint.base import ClassFrame, Context, FunctionFrame, NodeFix, Reported, Rule  # noqa: F401 (NodeFix, Rule re-exported)
 from devlint.facts import FileFacts
 from devlint.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError  # noqa: F401 (re-exported)
 from devlint.positions import statement_first_lines, statement_positions
@@ -132,35 +133,85 @@ def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]], source:
     del rules
     if not ctx.findings:
         return []
-    statements = list({id(f[5]): f[5] for f in ctx.findings}.values())
+    statements = list({id(f.statement): f.statement for f in ctx.findings}.values())
     first_lines = statement_first_lines(module, source) if source is not None else None
     positions = statement_positions(module, source, statements, first_lines) if first_lines else None
     if positions:
         try:
-            return _findings(module, ctx.findings, positions, first_lines)
+            return _findings(module, ctx.findings, positions, first_lines, source)
         except KeyError:  # a fix reaching outside its finding's statement
             pass
-    return _findings(module, ctx.findings, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider), None)
+    return _findings(module, ctx.findings, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider), None, source)
 
 
-def _findings(module: cst.Module, reported, positions, first_lines: Optional[dict[int, int]]) -> list[Finding]:
-    """Positioned findings. With `first_lines`, each fix is rendered inside its module-level
-    statement (which starts on that line); without, inside the whole module."""
+def _findings(
+    module: cst.Module, reported: list[Reported], positions, first_lines: Optional[dict[int, int]], source: Optional[str]
+) -> list[Finding]:
+    """Positioned findings. A fix is rendered where its target stands, or else inside its
+    module-level statement (which starts on its `first_lines` line), or inside the module."""
     findings = {}
-    for code, name, message, node, node_fix, statement in reported:
-        where = positions[node]
+    line_starts = _line_starts(source) if source is not None else None
+    for r in reported:
+        where = positions[r.node]
         fix = None
-        if node_fix is not None and _keeps_comments(node_fix):
-            if first_lines is None:
-                edit = text_edit(module, module, 1, positions[node_fix.target], node_fix)
-            else:
-                edit = text_edit(module, statement, first_lines[id(statement)], positions[node_fix.target], node_fix)
-            fix = Fix(node_fix.applicability, node_fix.message, (edit,))
+        if r.fix is not None and _keeps_comments(r.fix):
+            span = positions[r.fix.target]
+            edit = line_starts is not None and _rendered_in_place(module, source, line_starts, span, r)
+            if not edit:
+                if first_lines is None:
+                    edit = text_edit(module, module, 1, span, r.fix)
+                else:
+                    edit = text_edit(module, r.statement, first_lines[id(r.statement)], span, r.fix)
+            fix = Fix(r.fix.applicability, r.fix.message, (edit,))
         finding = Finding(
-            code, name, message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, fix,
+            r.code, r.name, r.message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, fix,
         )
-        findings.setdefault((finding.row, finding.column, code), finding)  # one per place and code
+        findings.setdefault((finding.row, finding.column, r.code), finding)  # one per place and code
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _rendered_in_place(module: cst.Module, source: str, line_starts: list[int], span, r: Reported) -> Optional[Edit]:
+    """The replacement rendered at its target's indentation: cheap, where the target is the
+    reported node or one of its ancestors (so the indented blocks above it are known) and the
+    target rendered there gives exactly its text in the file. None otherwise."""
+    target = r.fix.target
+    depth = next((i for i, node in enumerate(r.ancestors) if node is target), None)
+    if depth is not None:
+        blocks = [b for b in r.ancestors[:depth] if isinstance(b, cst.IndentedBlock)]
+    else:  # reported from an enclosing scope (at its end): look below where the traversal was
+        below = _blocks_down_to(r.ancestors[-1], target)
+        if below is None:
+            return None
+        blocks = [b for b in r.ancestors if isinstance(b, cst.IndentedBlock)] + below
+    indents = [b.indent if b.indent is not None else module.default_indent for b in blocks]
+
+    def render(node: cst.CSTNode) -> str:
+        state = CodegenState(module.default_indent, module.default_newline, indent_tokens=list(indents))
+        node._codegen(state)
+        return "".join(state.tokens)
+
+    start = line_starts[span.start.line - 1] + span.start.column
+    end = line_starts[span.end.line - 1] + span.end.column
+    if render(target) != source[start:end]:
+        return None
+    return Edit(render(r.fix.replacement), span.start.line, span.start.column + 1, span.end.line, span.end.column + 1)
+
+
+def _blocks_down_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[list[cst.IndentedBlock]]:
+    """The indented blocks from `root` (excluded) down to `target`, or None if it is not below."""
+    stack: list[tuple[cst.CSTNode, tuple]] = [(root, ())]
+    while stack:
+        node, blocks = stack.pop()
+        if node is target:
+            return list(blocks)
+        if node is not root and isinstance(node, cst.IndentedBlock):
+            blocks = (*blocks, node)
+        stack.extend((child, blocks) for child in syntax.children(node))
+    return None
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
 
 def text_edit(module: cst.Module, scope: cst.CSTNode, first_line: int, span, node_fix: NodeFix) -> Edit:
@@ -172,7 +223,7 @@ def text_edit(module: cst.Module, scope: cst.CSTNode, first_line: int, span, nod
     new = module.code_for_node(scope.deep_replace(node_fix.target, node_fix.replacement))
     if new == old and scope is not module:
         raise KeyError(node_fix.target)  # the target is outside this statement
-    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(old)]
+    line_starts = _line_starts(old)
     start = line_starts[span.start.line - first_line] + span.start.column
     end = line_starts[span.end.line - first_line] + span.end.column
     # Only the target's text differs; should its code reach past its span, widen the edit.
