@@ -1,10 +1,11 @@
 """What fixes write: every fixture's fixed text is pinned beside it, the edits a report shows are
 the edits `--fix` writes, and fixed code reads as a person would write it.
 
-The pinned files are `tests/fixtures/fixed/NAME.py` (safe fixes) and `NAME.unsafe.py` (unsafe
-ones too). After a deliberate change to a fix, rewrite them with
-`DEVLINT_PIN_FIXES=1 python -m pytest tests/test_fix_outputs.py` and review the diff.
+The pins are diffs from the fixture to its fixed text: `tests/fixtures/fixed/NAME.diff` (safe
+fixes) and `NAME.unsafe.diff` (unsafe ones too). After a deliberate change to a fix, rewrite
+them with `DEVLINT_PIN_FIXES=1 python -m pytest tests/test_fix_outputs.py` and review them.
 """
+import difflib
 import json
 import os
 import re
@@ -31,24 +32,32 @@ def fixed_text(path: Path, mode: str) -> str:
 
 
 def pinned_path(path: Path, mode: str) -> Path:
-    return PINNED / (path.name if mode == "safe" else f"{path.stem}.unsafe.py")
+    return PINNED / (f"{path.stem}.diff" if mode == "safe" else f"{path.stem}.unsafe.diff")
+
+
+def fix_diff(path: Path, mode: str) -> str:
+    source = path.read_text(encoding="utf-8")
+    return "".join(difflib.unified_diff(
+        source.splitlines(keepends=True), fixed_text(path, mode).splitlines(keepends=True),
+        fromfile=path.name, tofile=f"{path.name} ({mode} fixes)",
+    ))
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_fixed_fixture_is_pinned(path, mode):
-    text, pin = fixed_text(path, mode), pinned_path(path, mode)
+    diff, pin = fix_diff(path, mode), pinned_path(path, mode)
     if os.environ.get("DEVLINT_PIN_FIXES"):
         pin.parent.mkdir(exist_ok=True)
-        pin.write_text(text, encoding="utf-8")
+        pin.write_text(diff, encoding="utf-8")
     assert pin.exists(), f"{pin.name} is missing: run with DEVLINT_PIN_FIXES=1"
-    assert text == pin.read_text(encoding="utf-8")
+    assert diff == pin.read_text(encoding="utf-8")
 
 
-def test_no_pinned_file_without_a_fixture():
-    fixtures = {p.name for p in FIXTURES}
-    for pin in PINNED.glob("*.py"):
-        assert pin.name.replace(".unsafe", "") in fixtures, pin.name
+def test_no_pinned_diff_without_a_fixture():
+    fixtures = {p.stem for p in FIXTURES}
+    for pin in PINNED.iterdir():
+        assert pin.name.split(".")[0] in fixtures and pin.suffix == ".diff", pin.name
 
 
 # --- the report's edits are the written fix ------------------------------------------------------

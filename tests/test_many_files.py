@@ -7,7 +7,7 @@ from helpers import ROOT, devlint, git
 
 def test_cold_warm_and_parallel_runs_agree(tmp_path):
     project = tmp_path / "project"
-    shutil.copytree(ROOT / "tests" / "fixtures", project, ignore=shutil.ignore_patterns("fixed"))
+    shutil.copytree(ROOT / "tests" / "fixtures", project)
     for i in range(12):  # enough files for the workers to share
         shutil.copy(project / "DEV003.py", project / f"copy_{i}.py")
     cache = tmp_path / "cache"
