@@ -44,3 +44,23 @@ def test_the_cache_stays_out_of_git_status(tmp_path):
     assert r.returncode == 1 and "DEV001" in r.stdout
     assert (tmp_path / ".devlint_cache" / ".gitignore").read_text() == "# Automatically created by devlint.\n*\n"
     assert git(tmp_path, "status", "--porcelain", "--untracked-files=all").stdout == ""
+
+
+def test_a_changed_devlint_is_not_answered_from_the_cache(tmp_path):
+    """In a checkout or an editable install the version stays while the rules change."""
+    import os
+
+    import devlint.rules.dev001 as rule_module
+
+    (tmp_path / "m.py").write_text("import torch\nx = y.cuda()\n")
+    cache = tmp_path / "cache"
+    devlint("--isolated", "--cache-dir", str(cache), "m.py", cwd=tmp_path)
+    assert len(list(cache.rglob("*.json"))) == 1
+    source = rule_module.__file__
+    stat = os.stat(source)
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        devlint("--isolated", "--cache-dir", str(cache), "m.py", cwd=tmp_path)
+    finally:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert len(list(cache.rglob("*.json"))) == 2  # checked again, under a new key

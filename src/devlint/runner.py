@@ -352,6 +352,7 @@ class FindingCache:
 
         self.root = root / f"{__version__}-{self.FORMAT}"
         self.settings = settings
+        self.code = _code_fingerprint()
         # The target torch picks fixes and messages: what it is worked out from is part of the key.
         self.codes = ",".join(sorted(settings.enabled_codes())) + "|torch " + settings.target_torch_key()
         self.marked = False
@@ -373,7 +374,7 @@ class FindingCache:
         except OSError:
             return None
         ignored = ",".join(sorted(self.settings.ignored_codes_for(path)))
-        digest = hashlib.sha256(f"{self.codes}|{ignored}|".encode() + data).hexdigest()
+        digest = hashlib.sha256(f"{self.code}|{self.codes}|{ignored}|".encode() + data).hexdigest()
         return digest, data
 
     def get(self, path: Path, display: str) -> Optional[FileReport]:
@@ -404,6 +405,17 @@ class FindingCache:
             os.replace(temporary, target)
         except OSError:
             pass  # a cache that cannot be written only costs time
+
+
+def _code_fingerprint() -> str:
+    """Which devlint made a cached record: the size and modification time of each of its source
+    files (a few stat calls), so a changed rule in a checkout or an editable install is never
+    answered from records of the code before it."""
+    package = Path(__file__).parent
+    stamps = sorted(
+        f"{p.relative_to(package)}:{s.st_size}:{s.st_mtime_ns}" for p in package.rglob("*.py") for s in [p.stat()]
+    )
+    return hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:16]
 
 
 def _finding_to(f: Finding) -> dict:
