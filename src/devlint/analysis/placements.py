@@ -173,6 +173,18 @@ class ScopeScan:
                     listener(self, node)
         return self
 
+    def _moved_by_helper(self, call: cst.Call) -> None:
+        """`batch_to_device(batch, device)` as a statement: a helper given a CPU value and a
+        device moves it in place (the callee is not known: the value is forgotten)."""
+        arguments = [a.value for a in call.args]
+        devices = [syntax.last_name(call.func) or ""] + [
+            syntax.last_name(v) or "" for v in arguments if isinstance(v, (cst.Name, cst.Attribute))
+        ]
+        if any("device" in text.lower() for text in devices):
+            for value in arguments:
+                if isinstance(value, cst.Name):
+                    self.cpu.pop(value.value, None)
+
     def _iterate(self, node: cst.For) -> None:
         """`for x, y in loader:`, `for i, batch in enumerate(tqdm(loader)):`."""
         source, target = node.iter, node.target
@@ -209,6 +221,8 @@ class ScopeScan:
 
     def _move_in_place(self, expr: cst.BaseExpression) -> None:
         """`model.cuda()`, `model.to(device).eval()` as a statement: a module moves in place."""
+        if isinstance(expr, cst.Call) and self.cpu:
+            self._moved_by_helper(expr)
         moves = []
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in names.PLACING_METHODS:

@@ -161,14 +161,17 @@ class InputDeviceMismatch(Rule):
                     message = (f"`{source}()` makes a CPU input for a module this code moved to an accelerator; "
                                "create it on the module's device (`device=`) or move it first")
                 else:
-                    message = (f"`{source}()` makes a CPU tensor that meets {target} this code moved to an "
-                               "accelerator; create it on that device (`device=`) or move it first")
+                    advice = ("create it on that device (`device=`) or move it first"
+                              if source in names.FACTORIES or source == names.AS_TENSOR else "move it first (`.to(device)`)")
+                    message = f"`{source}()` makes a CPU tensor that meets {target} this code moved to an accelerator; {advice}"
                 self.report(factory.func, message, fix)
                 continue
+            text = _code(meet.use)
+            subject = f"`{text}`" if len(text) <= 40 and "\n" not in text else "This value"
             self.report(
                 meet.use,
-                f"{_ORIGINS[meet.cpu.kind]} is on the CPU and meets {target} this code moved to an accelerator; "
-                "move it first (`.to(device)`)",
+                f"{subject} {_ORIGINS[meet.cpu.kind]}, on the CPU, and meets {target} this code moved to an "
+                "accelerator; move it first (`.to(device)`)",
                 self._move_fix(scan, meet),
             )
 
@@ -202,10 +205,10 @@ class InputDeviceMismatch(Rule):
 
 
 _ORIGINS = {
-    LOADER: "This batch from a data loader",
-    DATASET: "This data set item",
-    TOKENIZER: "This tokenizer output (`return_tensors=\"pt\"`)",
-    HOST: "This `.cpu()` result",
+    LOADER: "comes from a data loader",
+    DATASET: "is a data set item",
+    TOKENIZER: "is a tokenizer's output",
+    HOST: "was moved with `.cpu()`",
 }
 _ATOMS = (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
 
