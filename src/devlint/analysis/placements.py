@@ -69,7 +69,8 @@ class ScopeScan:
         if factory is not None:
             return None if _is_scalar_factory(factory, self.facts) else CpuValue(FACTORY, factory)
         reductions = 0
-        while isinstance(expr, cst.Call) and self._tokenized(expr) is None and isinstance(expr.func, cst.Attribute) and self.facts.resolve(expr.func) is None:
+        while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self._tokenized(expr) is None
+               and self.facts.resolve(expr.func) is None):
             method = expr.func.attr.value
             if method == "cpu":
                 return CpuValue(HOST)

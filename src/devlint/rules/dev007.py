@@ -95,13 +95,13 @@ class InputDeviceMismatch(Rule):
             for placed, other in ((a, b), (b, a)):
                 placement = scan.placement_of(placed)
                 if placement is not None:
-                    self._meet(scan, node, other, placement, module=False)
+                    self._meet(scan, node, other, placement, module=False, operator=True)
 
     def _meet(self, scan: ScopeScan, at: cst.CSTNode, use: cst.BaseExpression, placement: Placement,
-              module: bool, star: bool = False) -> None:
+              module: bool, star: bool = False, operator: bool = False) -> None:
         cpu = scan.cpu_value(use)
-        if cpu is None:
-            return
+        if cpu is None or (operator and cpu.kind == DATASET):
+            return  # a data set item in an operator: often a Python number label (`pred == y`)
         scope = self._scopes[scan]
         site = cpu.factory if cpu.kind == FACTORY else use
         if cpu.kind == FACTORY:
