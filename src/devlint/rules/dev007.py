@@ -126,8 +126,8 @@ class InputDeviceMismatch(Rule):
             return func, [a for a in call.args if a.star != "*"]
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             method = func.attr.value
-            if method == "forward" or (func.value.value in scan.modules and method not in names.MODULE_BOOKKEEPING_METHODS
-                                       and not method.startswith(("named_", "register_"))):
+            bookkeeping = method in names.MODULE_BOOKKEEPING_METHODS or method.startswith(("named_", "register_"))
+            if method == "forward" or (func.value.value in scan.modules and not bookkeeping):
                 return func.value, [a for a in call.args if a.star != "*"]
         keyword = EXPORTS.get(qualified)
         if keyword is None:
@@ -161,9 +161,11 @@ class InputDeviceMismatch(Rule):
                     message = (f"`{source}()` makes a CPU input for a module this code moved to an accelerator; "
                                "create it on the module's device (`device=`) or move it first")
                 else:
-                    advice = ("create it on that device (`device=`) or move it first"
-                              if source in names.FACTORIES or source == names.AS_TENSOR else "move it first (`.to(device)`)")
-                    message = f"`{source}()` makes a CPU tensor that meets {target} this code moved to an accelerator; {advice}"
+                    takes_device = source in names.FACTORIES or source == names.AS_TENSOR
+                    advice = ("create it on that device (`device=`) or move it first" if takes_device
+                              else "move it first (`.to(device)`)")
+                    message = (f"`{source}()` makes a CPU tensor that meets {target} this code moved to an "
+                               f"accelerator; {advice}")
                 self.report(factory.func, message, fix)
                 continue
             text = _code(meet.use)
