@@ -520,3 +520,43 @@ def test_dev002_fix_is_not_called_safe_when_load_state_dict_assigns(checkpoints)
     before, after = json.loads(out)
     assert before == ["meta"]  # the parameters stay on the "GPU"
     assert after == before  # fails: the fixed code leaves them on the CPU
+
+
+# DEV007: `.to(X)` at the use puts a loader's batch where the module was moved ("meta" stands in
+# for the accelerator); without the fix the same loop fails.
+DEV007_LOOP = textwrap.dedent(
+    '''\
+    import torch
+    from torch import nn
+
+
+    def train_epoch(model, train_loader, device):
+        model.to(device)
+        criterion = nn.CrossEntropyLoss()
+        seen = []
+        for x, y in train_loader:
+            logits = model(x)
+            loss = criterion(logits, y)
+            seen.append((logits.device.type, loss.device.type))
+        return seen
+    '''
+)
+
+
+def test_dev007_fix_moves_the_batch_to_the_modules_device():
+    result = fix(DEV007_LOOP, unsafe=True)
+    assert "model(x.to(device))" in result.text and "criterion(logits, y.to(device))" in result.text
+    assert codes(findings(result.text, "DEV007")) == []
+    loader = [(torch.randn(2, 4), torch.tensor([0, 2]))]
+    inputs = []
+    model = nn.Linear(4, 3)
+    model.register_forward_pre_hook(lambda module, args: inputs.append(args[0].device.type))
+    with pytest.raises(RuntimeError):
+        load_source(DEV007_LOOP)["train_epoch"](model, loader, "meta")
+    model = nn.Linear(4, 3)
+    model.register_forward_pre_hook(lambda module, args: inputs.append(args[0].device.type))
+    inputs.clear()
+    seen = load_source(result.text)["train_epoch"](model, loader, "meta")
+    assert inputs == ["meta"]
+    assert seen == [("meta", "meta")]
+    assert all(p.device.type == "meta" for p in model.parameters())

@@ -126,3 +126,28 @@ FRAMEWORK_MODULE_BASES = frozenset(
     {"LightningModule", "PreTrainedModel", "ModelMixin", "BaseModule", "Metric", "HyperModule",
      "ModuleList", "ModuleDict", "Sequential"}
 )
+
+# --- DEV007: where CPU values meet accelerator ones -------------------------------------------
+# nn.Module's own bookkeeping: a CPU argument to these meets no weights.
+MODULE_BOOKKEEPING_METHODS = frozenset(
+    (
+        "to cuda cpu xpu mps train eval load_state_dict state_dict parameters named_parameters buffers"
+        " named_buffers children named_children modules named_modules apply half float double bfloat16 type"
+        " zero_grad requires_grad_ share_memory add_module get_submodule get_parameter get_buffer"
+        " extra_repr to_empty set_extra_state get_extra_state"
+    ).split()
+)
+# torch functions that combine their tensor arguments (all on one device).
+COMBINING_FUNCTIONS = frozenset(
+    "torch." + name
+    for name in (
+        "cat concat concatenate stack hstack vstack dstack where matmul mm bmm einsum add sub subtract mul"
+        " multiply div divide true_divide maximum minimum isin cdist dot outer addmm baddbmm lerp cross"
+        " eq ne gt ge lt le masked_select index_select gather bucketize searchsorted"
+    ).split()
+)
+LOSS_NAME_SUFFIXES = ("criterion", "loss_fn", "loss_func")
+# Calls that hand a loader to a framework that moves its batches.
+LOADER_PREPARING_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
+# Wrappers that iterate their first argument unchanged (`tqdm(loader)`).
+ITERATION_WRAPPERS = frozenset({"iter", "tqdm", "trange", "track", "progress_bar", "progressbar"})

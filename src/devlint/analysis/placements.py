@@ -30,6 +30,12 @@ class ScopeScan:
     first_binding: dict[str, int] = field(default_factory=dict)  # name -> position of its first binding
     factory_names: dict = field(default_factory=dict)  # factory call -> the name it was bound to
     root: Optional[cst.CSTNode] = None
+    cpu: dict[str, "CpuValue"] = field(default_factory=dict)  # name -> the CPU value it holds (not a factory)
+    loaders: dict[str, bool] = field(default_factory=dict)  # name -> yields CPU batches (False: moved by a framework)
+    datasets: dict[str, bool] = field(default_factory=dict)  # name -> items on the CPU (False: built from placed tensors)
+    modules: set = field(default_factory=set)  # placed names known to be modules (moved in place, loaded)
+    losses: set = field(default_factory=set)  # names bound to an `nn.*Loss` instance
+    cpu_devices: set = field(default_factory=set)  # names bound to a CPU device
 
     def __post_init__(self) -> None:
         self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories)
@@ -38,10 +44,114 @@ class ScopeScan:
         return self.model.device_less_factory(expr)
 
     def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
-        return self.model.placement_of(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.placement_of(expr.left) or self.placement_of(expr.right)
+        placement = self.model.placement_of(expr)
+        if placement is None or placement.device is None:
+            return placement
+        device = placement.device
+        if isinstance(device, cst.Name):
+            name = device.value
+            if name in self.cpu_devices or name in self.cpu or name in self.factories:
+                return None  # a CPU device, or a CPU tensor's
+            if name in self.placed and name not in self.modules:
+                return self.placed[name]  # `.to(x)`: where x is
+        elif isinstance(device, cst.Attribute) and device.attr.value == "device":
+            owner = device.value
+            if isinstance(owner, cst.Name) and owner.value not in _SETTINGS:
+                return self.placement_of(owner)  # `.to(x.device)`: placed only with the tensor x
+        return placement
+
+    def cpu_value(self, expr: cst.BaseExpression) -> Optional["CpuValue"]:
+        """The CPU value expr holds (made here without `device=`, from a loader, a data set, a
+        tokenizer, `.cpu()`), or None. 0-dim scalars are not counted."""
+        factory = self.device_less_factory(expr)
+        if factory is not None:
+            return None if _is_scalar_factory(factory, self.facts) else CpuValue(FACTORY, factory)
+        reductions = 0
+        while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self._tokenized(expr) is None
+               and self.facts.resolve(expr.func) is None):
+            method = expr.func.attr.value
+            if method == "cpu":
+                return CpuValue(HOST)
+            if method not in names.SHAPE_METHODS and not (method == "to" and values.is_dtype_only_move(expr, self.facts)):
+                return None
+            if method in _REDUCTIONS and not expr.args:
+                reductions += 1
+            expr = expr.func.value
+        found = None
+        if isinstance(expr, cst.Name):
+            found = self.cpu.get(expr.value)
+        elif isinstance(expr, cst.Subscript):
+            base = expr.value
+            if isinstance(base, cst.Name) and self.datasets.get(base.value):
+                found = CpuValue(DATASET, whole=True)
+            else:
+                inner = self.cpu_value(base)
+                found = inner.item() if inner is not None and inner.kind != FACTORY else None
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            inner = self.cpu.get(expr.value.value)
+            found = inner.item() if inner is not None and inner.kind == TOKENIZER else None  # `inputs.input_ids`
+        elif isinstance(expr, cst.BinaryOperation):
+            left, right = self.cpu_value(expr.left), self.cpu_value(expr.right)
+            if left is not None and (right is not None or syntax.is_number_literal(expr.right)):
+                found = left
+            elif right is not None and syntax.is_number_literal(expr.left):
+                found = right
+        elif isinstance(expr, cst.Call):
+            found = self._tokenized(expr) or self._next_batch(expr)
+        return None if found is None or reductions else found
+
+    def _tokenized(self, call: cst.Call) -> Optional["CpuValue"]:
+        """`tokenizer(text, return_tensors="pt")`."""
+        arg = syntax.keyword(call, "return_tensors")
+        return CpuValue(TOKENIZER, whole=True) if arg is not None and syntax.string_value(arg.value) == "pt" else None
+
+    def _next_batch(self, call: cst.Call) -> Optional["CpuValue"]:
+        """`next(iter(loader))`, `next(batches)` with `batches = iter(loader)`."""
+        if isinstance(call.func, cst.Name) and call.func.value == "next" and call.args:
+            if self.is_loader(call.args[0].value):
+                return CpuValue(LOADER, whole=True)
+        return None
+
+    def is_loader(self, expr: cst.BaseExpression) -> bool:
+        """A DataLoader built here (not handed to a framework that moves its batches), or a name
+        ending in `loader`, possibly wrapped (`tqdm(loader)`, `iter(loader)`)."""
+        while isinstance(expr, cst.Call) and syntax.last_name(expr.func) in names.ITERATION_WRAPPERS and expr.args:
+            expr = expr.args[0].value
+        if isinstance(expr, cst.Call):
+            return self._cpu_loader_call(expr)
+        if isinstance(expr, cst.Name) and expr.value in self.loaders:
+            return self.loaders[expr.value]
+        last = syntax.last_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        return last is not None and last.lower().endswith("loader")
+
+    def _cpu_loader_call(self, call: cst.Call) -> bool:
+        qualified = self.facts.resolve(call.func) or ""
+        if not (qualified == "torch.utils.data.DataLoader" or syntax.last_name(call.func) == "DataLoader"):
+            return False
+        if syntax.keyword(call, "pin_memory_device") or _collate_moves(self.facts, syntax.keyword(call, "collate_fn")):
+            return False
+        dataset = syntax.keyword(call, "dataset") or next(iter(syntax.positional(call)), None)
+        if dataset is not None:
+            value = dataset.value
+            if isinstance(value, cst.Name) and self.datasets.get(value.value) is False:
+                return False
+            if isinstance(value, cst.Call) and self._is_dataset(value) and self._placed_dataset(value):
+                return False
+        return True
+
+    def _is_dataset(self, call: cst.Call) -> bool:
+        qualified = self.facts.resolve(call.func) or ""
+        last = syntax.last_name(call.func) or ""
+        return qualified.startswith("torchvision.datasets.") or last.endswith("Dataset")
+
+    def _placed_dataset(self, call: cst.Call) -> bool:
+        return any(self.placement_of(a.value) is not None for a in call.args)
 
     # --- the scan ----------------------------------------------------------------------------
-    def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]]) -> "ScopeScan":
+    def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]],
+               on_operator: tuple = ()) -> "ScopeScan":
         """Follow the scope's recorded events in evaluation order; each call is also handed to
         `on_call` (the rules' own questions), with the scan as it stands at that call."""
         self.root = scope
@@ -57,16 +167,73 @@ class ScopeScan:
                 self._bind(node)
             elif kind == "expr":
                 self._move_in_place(node.value)
+            elif kind == "for":
+                self._iterate(node)
+            elif kind == "operator":
+                for listener in on_operator:
+                    listener(self, node)
         return self
+
+    def _moved_by_helper(self, call: cst.Call) -> None:
+        """`batch_to_device(batch, device)` as a statement: a helper given a CPU value and a
+        device moves it in place (the callee is not known: the value is forgotten)."""
+        arguments = [a.value for a in call.args]
+        devices = [syntax.last_name(call.func) or ""] + [
+            syntax.last_name(v) or "" for v in arguments if isinstance(v, (cst.Name, cst.Attribute))
+        ]
+        if any("device" in text.lower() for text in devices):
+            for value in arguments:
+                if isinstance(value, cst.Name):
+                    self.cpu.pop(value.value, None)
+
+    def _iterate(self, node: cst.For) -> None:
+        """`for x, y in loader:`, `for i, batch in enumerate(tqdm(loader)):`."""
+        source, target = node.iter, node.target
+        if isinstance(source, cst.Call) and syntax.last_name(source.func) == "enumerate" and source.args:
+            source = source.args[0].value
+            if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                self._forget(target.elements[0].value)
+                target = target.elements[1].value
+        self._bind_target(target, CpuValue(LOADER, whole=True) if self.is_loader(source) else None)
+
+    def _bind_target(self, target: cst.BaseExpression, value: Optional["CpuValue"]) -> None:
+        """Bind a loop or unpacking target to a CPU value (its parts to the value's items)."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_target(element.value, value.item() if value is not None else None)
+        elif isinstance(target, cst.Name):
+            self._forget(target)
+            if value is not None:
+                self.cpu[target.value] = value
+
+    def _forget(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._forget(element.value)
+            return
+        if not isinstance(target, cst.Name):
+            return
+        name = target.value
+        self.first_binding.setdefault(name, self.order.get(target, 0))
+        for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets):
+            table.pop(name, None)
+        for group in (self.modules, self.losses, self.cpu_devices):
+            group.discard(name)
 
     def _move_in_place(self, expr: cst.BaseExpression) -> None:
         """`model.cuda()`, `model.to(device).eval()` as a statement: a module moves in place."""
+        if isinstance(expr, cst.Call) and self.cpu:
+            self._moved_by_helper(expr)
         moves = []
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in names.PLACING_METHODS:
                 moves.append(expr)
             expr = expr.func.value
         if not moves or not isinstance(expr, cst.Name) or expr.value in self.factories:
+            return
+        if expr.value in self.cpu:  # `inputs.to(device)`: a tokenizer's output moves in place
+            if moves[0].func.attr.value != "cpu":
+                del self.cpu[expr.value]
             return
         last = moves[0]  # the outermost move decides
         if last.func.attr.value == "cpu" or (last.func.attr.value == "to" and values.to_cpu(self.facts, last)):
@@ -75,30 +242,153 @@ class ScopeScan:
             placement = self.placement_of(last)
             if placement is not None:
                 self.placed[expr.value] = placement
+                self.modules.add(expr.value)
 
     def _bind(self, node) -> None:
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        value = node.value
-        placement = self.placement_of(value)
-        loaded = isinstance(value, cst.Call) and self.facts.resolve(value.func) in names.LOADERS and not (
-            syntax.keyword(value, "map_location") or len(syntax.positional(value)) > names.LOADERS[self.facts.resolve(value.func)]
-        )
-        factory = self.device_less_factory(value)
         for target in targets:
-            if not isinstance(target, cst.Name):
-                continue
-            name = target.value
-            self.first_binding.setdefault(name, self.order.get(node, 0))
-            self.placed.pop(name, None)
-            self.factories.pop(name, None)
-            if placement is not None:
-                self.placed[name] = placement
-            elif loaded:
-                self.placed[name] = Placement(None)
-            elif factory is not None:
-                self.factories[name] = factory
-                self.factory_names[factory] = name
-                self.order.setdefault(factory, self.order.get(node, 0))
+            self._assign(target, node.value, node)
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression, node) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) and not any(
+                isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)
+            ):
+                for t, v in zip(target.elements, value.elements):  # `x, y = x.to(d), y.to(d)`
+                    self._assign(t.value, v.value, node)
+                return
+            cpu = self.cpu_value(value)
+            self._bind_target(target, cpu if cpu is not None and cpu.kind != FACTORY else None)
+            return
+        if not isinstance(target, cst.Name):
+            return
+        name = target.value
+        self.first_binding.setdefault(name, self.order.get(node, 0))
+        placement = self.placement_of(value)
+        factory = self.device_less_factory(value)
+        cpu = self.cpu_value(value) if placement is None and factory is None else None
+        self._forget(target)
+        call = value if isinstance(value, cst.Call) else None
+        qualified = (self.facts.resolve(call.func) or "") if call is not None else ""
+        if placement is not None:
+            self.placed[name] = placement
+            if _module_placement(value, self.modules):
+                self.modules.add(name)
+        elif call is not None and qualified in names.LOADERS and not (
+            syntax.keyword(call, "map_location") or len(syntax.positional(call)) > names.LOADERS[qualified]
+        ):
+            self.placed[name] = Placement(None)
+            self.modules.add(name)
+        elif call is not None and _device_map(call) is not None:
+            self.placed[name] = _device_map(call)
+            self.modules.add(name)
+        elif factory is not None:
+            self.factories[name] = factory
+            self.factory_names[factory] = name
+            self.order.setdefault(factory, self.order.get(node, 0))
+        elif cpu is not None:
+            self.cpu[name] = cpu
+        elif call is not None:
+            method = syntax.last_name(call.func)
+            if method in names.LOADER_PREPARING_METHODS:
+                self.loaders[name] = False
+            elif self._cpu_loader_call(call) or (method == "iter" and call.args and self.is_loader(call.args[0].value)):
+                self.loaders[name] = True
+            elif self._is_dataset(call):
+                self.datasets[name] = not self._placed_dataset(call)
+                if name.lower().endswith("loader"):
+                    self.loaders[name] = False
+            elif qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
+                self.losses.add(name)
+            elif qualified == "torch.device" and call.args and syntax.string_value(call.args[0].value) == "cpu":
+                self.cpu_devices.add(name)
+        elif syntax.string_value(value) == "cpu":
+            self.cpu_devices.add(name)
+
+
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "amax", "amin"})
+# Names that hold settings, not tensors: `args.device` names a device.
+_SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "params",
+                       "settings", "accelerator", "trainer", "fabric", "training_args", "FLAGS", "flags"})
+FACTORY, LOADER, DATASET, TOKENIZER, HOST = "factory", "loader", "dataset", "tokenizer", "host"
+
+
+@dataclass(frozen=True)
+class CpuValue:
+    """A CPU value: how it was made (`kind`), the factory call when it is one, and whether it is
+    a whole batch or data set item (a tuple or dict that `.to()` may not move)."""
+
+    kind: str
+    factory: Optional[cst.Call] = None
+    whole: bool = False
+
+    def item(self) -> "CpuValue":
+        return CpuValue(self.kind)
+
+
+def _is_scalar_factory(call: cst.Call, facts) -> bool:
+    """`torch.tensor(2.0)`, `torch.tensor(True)`, `torch.tensor(len(x))`: a 0-dim CPU scalar."""
+    if facts.resolve(call.func) not in ("torch.tensor", "torch.as_tensor"):
+        return False
+    args = syntax.positional(call)
+    if len(args) != 1:
+        return False
+    value = args[0].value
+    if syntax.is_number_literal(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
+        return True
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Name) and value.func.value in ("len", "int", "float", "round", "bool"):
+            return True
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value == "item"
+    return False
+
+
+def _module_placement(value: cst.BaseExpression, modules: set) -> bool:
+    """`Net().to(d)`, `model.cuda()` with `model` a module: a module was moved, not a tensor."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
+        names.PLACING_METHODS | names.MODULE_RETURNING_METHODS
+    ):
+        value = value.func.value
+    if isinstance(value, cst.Name):
+        return value.value in modules
+    if isinstance(value, cst.Call):
+        last = syntax.last_name(value.func) or ""
+        return last[:1].isupper() or last == "from_pretrained"
+    return False
+
+
+def _device_map(call: cst.Call) -> Optional[Placement]:
+    """`from_pretrained(..., device_map=D)` with D not the CPU: the device, or Placement(None)
+    where it is a strategy (`"auto"`) or a map."""
+    if syntax.last_name(call.func) != "from_pretrained":
+        return None
+    arg = syntax.keyword(call, "device_map")
+    if arg is None:
+        return None
+    text = syntax.string_value(arg.value)
+    if text == "cpu" or isinstance(arg.value, cst.Name) and arg.value.value == "None":
+        return None
+    if text in ("auto", "balanced", "balanced_low_0", "sequential") or isinstance(arg.value, cst.Dict):
+        return Placement(None)
+    return Placement(arg.value if isinstance(arg.value, (cst.Name, cst.SimpleString)) else None)
+
+
+def _collate_moves(facts, arg: Optional[cst.Arg]) -> bool:
+    """A collate function that moves the batch: a lambda with a move, or a same-file function
+    that makes one."""
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.Name):
+        bodies = facts.module_functions(value.value)
+    elif isinstance(value, cst.Lambda):
+        bodies = [value]
+    else:
+        return False
+    return any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda")
+        for body in bodies for n in syntax.walk(body)
+    )
 
 
 @dataclass
@@ -113,10 +403,15 @@ class ScopePlacements(Analysis):
         super().__init__(ctx)
         self._scopes: FrameState[_ScopeEvents] = FrameState(_ScopeEvents)  # by function frame; None: module level
         self._on_call: list[Callable[[ScopeScan, cst.Call], None]] = []
+        self._on_operator: list[Callable[[ScopeScan, cst.CSTNode], None]] = []
 
     def on_call(self, listener: Callable[[ScopeScan, cst.Call], None]) -> None:
         """Have `listener(scan, call)` called for every call of every scope that is scanned."""
         self._on_call.append(listener)
+
+    def on_operator(self, listener: Callable[[ScopeScan, cst.CSTNode], None]) -> None:
+        """Have `listener(scan, node)` called for every binary operation and comparison."""
+        self._on_operator.append(listener)
 
     def scan(self) -> Optional[ScopeScan]:
         """The scan of the current scope (call it at the scope's end), made once, and only where
@@ -126,7 +421,7 @@ class ScopePlacements(Analysis):
             return None
         if scope.scan is None:
             root = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
-            scope.scan = ScopeScan(self.facts).replay(root, scope.events, self._on_call)
+            scope.scan = ScopeScan(self.facts).replay(root, scope.events, self._on_call, self._on_operator)
         return scope.scan
 
     def _record(self, kind: str, node: cst.CSTNode) -> None:
@@ -136,7 +431,7 @@ class ScopePlacements(Analysis):
             func = node.func
             if (isinstance(func, cst.Attribute) and func.attr.value in names.SCAN_TRIGGERING_METHODS) or (
                 self.facts.resolve(func) in names.LOADERS
-            ):
+            ) or syntax.keyword(node, "device_map") is not None:
                 scope.moves = True
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -150,6 +445,17 @@ class ScopePlacements(Analysis):
 
     def leave_Expr(self, node: cst.Expr) -> None:
         self._record("expr", node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._record("for", node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if self._on_operator:
+            self._record("operator", node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if self._on_operator:
+            self._record("operator", node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.pop(self.ctx.function)
