@@ -520,3 +520,44 @@ def test_dev002_fix_is_not_called_safe_when_load_state_dict_assigns(checkpoints)
     before, after = json.loads(out)
     assert before == ["meta"]  # the parameters stay on the "GPU"
     assert after == before  # fails: the fixed code leaves them on the CPU
+
+
+# --------------------------------------------------------------------------------------------
+# DEV010: the fix assigns the moved tensor back, so it is on the target device afterwards
+# --------------------------------------------------------------------------------------------
+
+DISCARDED_MOVES = '''\
+import torch
+
+
+def prepare(batch, device):
+    images, targets = batch
+    images.to(device)
+    targets.to(device)
+    scale = torch.ones(3)
+    scale.to(device)
+    return images * scale, targets.view(-1)
+
+
+class Holder:
+    def __init__(self, device):
+        self.table = torch.arange(4)
+        self.table.to(device)
+'''
+
+
+def test_dev010_fix_leaves_the_tensor_on_the_target_device():
+    assert codes(findings(DISCARDED_MOVES, "DEV010")) == ["DEV010"] * 4
+    result = fix(DISCARDED_MOVES)
+    assert codes(result.fixed) == ["DEV010"] * 4 and all(f.fix.applicability == "safe" for f in result.fixed)
+    assert "DEV010" not in codes(result.remaining)
+    before, after = load_source(DISCARDED_MOVES), load_source(result.text)
+    batch = (torch.randn(2, 3), torch.zeros(2, dtype=torch.long))
+
+    images, targets = before["prepare"](batch, "meta")  # the statements did nothing
+    assert images.device.type == "cpu" and targets.device.type == "cpu"
+    assert before["Holder"]("meta").table.device.type == "cpu"
+
+    images, targets = after["prepare"](batch, "meta")
+    assert images.device.type == "meta" and targets.device.type == "meta"
+    assert after["Holder"]("meta").table.device.type == "meta"
