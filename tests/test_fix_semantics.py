@@ -561,3 +561,43 @@ def test_dev010_fix_leaves_the_tensor_on_the_target_device():
     images, targets = after["prepare"](batch, "meta")
     assert images.device.type == "meta" and targets.device.type == "meta"
     assert after["Holder"]("meta").table.device.type == "meta"
+
+
+# --------------------------------------------------------------------------------------------
+# DEV012: after the fix, tensors made in forward follow the module through a later `.to()`
+# --------------------------------------------------------------------------------------------
+
+STALE_DEVICE = '''\
+import torch
+from torch import nn
+
+
+class NoisyEncoder(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x):
+        noise = torch.zeros(x.shape, device=self.device)
+        offset = torch.ones(x.shape[-1]).to(self.device)
+        return self.proj(x + noise + offset), noise, offset
+'''
+
+
+def test_dev012_fix_follows_a_later_move_of_the_module():
+    assert codes(findings(STALE_DEVICE, "DEV012")) == ["DEV012", "DEV012"]
+    assert "DEV012" not in codes(fix(STALE_DEVICE).fixed)  # unsafe only
+    result = fix(STALE_DEVICE, unsafe=True)
+    assert [f.fix.applicability for f in result.fixed if f.code == "DEV012"] == ["unsafe", "unsafe"]
+    assert "DEV012" not in codes(result.remaining)
+    before = load_source(STALE_DEVICE)["NoisyEncoder"](4).to("meta")
+    after = load_source(result.text)["NoisyEncoder"](4).to("meta")
+    x = torch.randn(2, 4, device="meta")
+
+    with pytest.raises(RuntimeError):  # the tensors stayed on the CPU the module was built on
+        before(x)
+    assert before.device == "cpu"
+
+    out, noise, offset = after(x)
+    assert out.device.type == noise.device.type == offset.device.type == "meta"

@@ -17,6 +17,7 @@ NAMES = {
     "DEV007": "input-device-mismatch",
     "DEV008": "numpy-on-device-tensor",
     "DEV010": "discarded-move",
+    "DEV012": "stale-device-attribute",
 }
 
 

@@ -10,6 +10,7 @@ from devlint.rules.dev006 import MapLocationOnWrongCall
 from devlint.rules.dev007 import InputDeviceMismatch
 from devlint.rules.dev008 import NumpyOnDeviceTensor
 from devlint.rules.dev010 import DiscardedMove
+from devlint.rules.dev012 import StaleDeviceAttribute
 
 ALL_RULES = (
     HardcodedCudaCall,
@@ -21,5 +22,6 @@ ALL_RULES = (
     InputDeviceMismatch,
     NumpyOnDeviceTensor,
     DiscardedMove,
+    StaleDeviceAttribute,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}
