@@ -12,7 +12,9 @@ from devlint.base import SAFE, FrameState, NodeFix, Rule
 
 MOVE_METHODS = frozenset({"to", "cuda", "cpu"})
 # Members a module has too: no evidence of a tensor for this rule (`model.to(d)` moves in place).
-MODULE_MEMBERS = frozenset({"to", "cuda", "cpu", "device", "dtype", "float", "half", "double", "bfloat16", "type"})
+MODULE_MEMBERS = frozenset(
+    {"to", "cuda", "cpu", "device", "dtype", "float", "half", "double", "bfloat16", "type", "requires_grad_"}
+)
 EVIDENCE = names.TENSOR_ONLY_MEMBERS - MODULE_MEMBERS
 # Uses no module allows: `x.shape`, `x.size()`, `x.view(...)`.
 TENSOR_ONLY_ATTRIBUTES = frozenset({"shape", "ndim"})
