@@ -28,6 +28,8 @@ NAMES = {
     "DEV006": "map-location-on-wrong-call",
     "DEV007": "input-device-mismatch",
     "DEV008": "numpy-on-device-tensor",
+    "DEV010": "discarded-move",
+    "DEV012": "stale-device-attribute",
 }
 
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"

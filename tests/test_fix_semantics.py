@@ -560,3 +560,84 @@ def test_dev007_fix_moves_the_batch_to_the_modules_device():
     assert inputs == ["meta"]
     assert seen == [("meta", "meta")]
     assert all(p.device.type == "meta" for p in model.parameters())
+
+
+# --------------------------------------------------------------------------------------------
+# DEV010: the fix assigns the moved tensor back, so it is on the target device afterwards
+# --------------------------------------------------------------------------------------------
+
+DISCARDED_MOVES = '''\
+import torch
+
+
+def prepare(batch, device):
+    images, targets = batch
+    images.to(device)
+    targets.to(device)
+    scale = torch.ones(3)
+    scale.to(device)
+    return images * scale, targets.view(-1)
+
+
+class Holder:
+    def __init__(self, device):
+        self.table = torch.arange(4)
+        self.table.to(device)
+'''
+
+
+def test_dev010_fix_leaves_the_tensor_on_the_target_device():
+    assert codes(findings(DISCARDED_MOVES, "DEV010")) == ["DEV010"] * 4
+    result = fix(DISCARDED_MOVES)
+    assert codes(result.fixed) == ["DEV010"] * 4 and all(f.fix.applicability == "safe" for f in result.fixed)
+    assert "DEV010" not in codes(result.remaining)
+    before, after = load_source(DISCARDED_MOVES), load_source(result.text)
+    batch = (torch.randn(2, 3), torch.zeros(2, dtype=torch.long))
+
+    images, targets = before["prepare"](batch, "meta")  # the statements did nothing
+    assert images.device.type == "cpu" and targets.device.type == "cpu"
+    assert before["Holder"]("meta").table.device.type == "cpu"
+
+    images, targets = after["prepare"](batch, "meta")
+    assert images.device.type == "meta" and targets.device.type == "meta"
+    assert after["Holder"]("meta").table.device.type == "meta"
+
+
+# --------------------------------------------------------------------------------------------
+# DEV012: after the fix, tensors made in forward follow the module through a later `.to()`
+# --------------------------------------------------------------------------------------------
+
+STALE_DEVICE = '''\
+import torch
+from torch import nn
+
+
+class NoisyEncoder(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x):
+        noise = torch.zeros(x.shape, device=self.device)
+        offset = torch.ones(x.shape[-1]).to(self.device)
+        return self.proj(x + noise + offset), noise, offset
+'''
+
+
+def test_dev012_fix_follows_a_later_move_of_the_module():
+    assert codes(findings(STALE_DEVICE, "DEV012")) == ["DEV012", "DEV012"]
+    assert "DEV012" not in codes(fix(STALE_DEVICE).fixed)  # unsafe only
+    result = fix(STALE_DEVICE, unsafe=True)
+    assert [f.fix.applicability for f in result.fixed if f.code == "DEV012"] == ["unsafe", "unsafe"]
+    assert "DEV012" not in codes(result.remaining)
+    before = load_source(STALE_DEVICE)["NoisyEncoder"](4).to("meta")
+    after = load_source(result.text)["NoisyEncoder"](4).to("meta")
+    x = torch.randn(2, 4, device="meta")
+
+    with pytest.raises(RuntimeError):  # the tensors stayed on the CPU the module was built on
+        before(x)
+    assert before.device == "cpu"
+
+    out, noise, offset = after(x)
+    assert out.device.type == noise.device.type == offset.device.type == "meta"

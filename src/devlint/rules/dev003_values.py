@@ -12,6 +12,7 @@ import libcst as cst
 
 from devlint import names, syntax
 from devlint.analysis import values
+from devlint.analysis.parameters import assigned_names, first_used_param, is_derived, stable_parameters, tensor_parameters
 from devlint.facts import FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
@@ -248,53 +249,6 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
     return out
 
 
-# --- tensor parameters and values derived from them ----------------------------------------
-def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False) -> list[str]:
-    """Parameters that hold tensors, in declaration order (the first used one comes first)."""
-    params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
-    candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
-    if every_parameter:
-        return candidates
-    annotated = {
-        p.name.value
-        for p in params
-        if p.annotation is not None and "Tensor" in (syntax.dotted_name(_unwrap_annotation(p.annotation.annotation)) or "")
-    }
-    used = set()
-    for node in syntax.walk_expressions(func.body):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            if node.attr.value in names.TENSOR_ONLY_MEMBERS:
-                used.add(node.value.value)
-    return [n for n in candidates if n in annotated or n in used]
-
-
-def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(node, cst.Subscript) and node.slice:  # Optional[Tensor]
-        first = node.slice[0].slice
-        if isinstance(first, cst.Index):
-            return _unwrap_annotation(first.value)
-    if isinstance(node, cst.BinaryOperation):  # Tensor | None
-        return _unwrap_annotation(node.left)
-    if isinstance(node, cst.SimpleString):
-        value = syntax.string_value(node) or ""
-        return cst.Name(value.split(".")[-1]) if value.replace(".", "").isidentifier() else node
-    return node
-
-
-def stable_parameters(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
-    """The parameters never rebound to something not computed from a tensor parameter.
-
-    `pos = torch.arange(pos)` makes `pos` unstable: its later uses may be either value;
-    `x = x * 2` keeps `x` stable.
-    """
-    stable = set(params)
-    for node in syntax.walk_expressions(func.body):
-        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-            if not is_derived(node.value, set(params), facts):
-                stable -= {t.value for t in _assigned_names(node)}
-    return stable
-
-
 def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
     """Tensor parameters and the local names computed from them (flow-insensitive)."""
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign))]
@@ -303,21 +257,8 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
     for _ in range(2):  # a second pass catches names assigned in loops before their sources
         for node in assigns:
             if node.value is not None and is_derived(node.value, derived, facts):
-                derived.update(t.value for t in _assigned_names(node) if t.value not in params or t.value in seeds)
+                derived.update(t.value for t in assigned_names(node) if t.value not in params or t.value in seeds)
     return derived
-
-
-def _assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
-    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-    return [t for t in targets if isinstance(t, cst.Name)]
-
-
-def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
-    """Whether expr is a tensor computed from a tensor parameter (it lives where the parameters do)."""
-    return values.ValueModel(facts, lambda name: _DERIVED if name in derived else values.UNKNOWN).of(expr).place == values.PARAMETERS
-
-
-_DERIVED = values.Value(values.TENSOR, values.PARAMETERS)
 
 
 class FunctionValues:
@@ -342,21 +283,7 @@ class FunctionValues:
         return self._derived
 
     def first_used_param(self) -> Optional[str]:
-        """The tensor parameter the function body mentions first, for `device=X.device`.
-
-        Parameters with evidence of being tensors (annotation, tensor-only members) come before
-        the rest of `forward`'s; one that may be None (default None) or is rebound to another
-        value is never used.
-        """
-        params = [p for p in syntax.all_params(self.node.params) if p.star not in ("*", "**")]
-        usable = {p.name.value for p in params if p.default is None or syntax.dotted_name(p.default) != "None"}
-        usable &= stable_parameters(self.node, self.params, self.facts)
-        evidence = [n for n in tensor_parameters(self.node, self.facts) if n in usable]
-        for group in (evidence, [n for n in self.params if n in usable]):
-            for node in syntax.walk_expressions(self.node.body):
-                if isinstance(node, cst.Name) and node.value in group:
-                    return node.value
-        return None
+        return first_used_param(self.node, self.params, self.facts)
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """A tensor computed from a tensor parameter: one that may live on another device."""

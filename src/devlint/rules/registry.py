@@ -9,6 +9,8 @@ from devlint.rules.dev005 import HardcodedCudaString
 from devlint.rules.dev006 import MapLocationOnWrongCall
 from devlint.rules.dev007 import InputDeviceMismatch
 from devlint.rules.dev008 import NumpyOnDeviceTensor
+from devlint.rules.dev010 import DiscardedMove
+from devlint.rules.dev012 import StaleDeviceAttribute
 
 ALL_RULES = (
     HardcodedCudaCall,
@@ -19,5 +21,7 @@ ALL_RULES = (
     MapLocationOnWrongCall,
     InputDeviceMismatch,
     NumpyOnDeviceTensor,
+    DiscardedMove,
+    StaleDeviceAttribute,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}

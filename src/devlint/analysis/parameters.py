@@ -1,0 +1,90 @@
+"""Tensor parameters of a function and the values derived from them: shared by DEV003
+(factories that meet them), DEV010 (moves on them) and DEV012 (the fix's `device=X.device`)."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from devlint import names, syntax
+from devlint.analysis import values
+from devlint.facts import FileFacts
+
+
+def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False,
+                      evidence: frozenset = names.TENSOR_ONLY_MEMBERS) -> list[str]:
+    """Parameters that hold tensors, in declaration order (the first used one comes first):
+    annotated `Tensor`, or used with one of the `evidence` members."""
+    params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
+    candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
+    if every_parameter:
+        return candidates
+    annotated = {
+        p.name.value
+        for p in params
+        if p.annotation is not None and "Tensor" in (syntax.dotted_name(_unwrap_annotation(p.annotation.annotation)) or "")
+    }
+    used = set()
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.attr.value in evidence:
+                used.add(node.value.value)
+    return [n for n in candidates if n in annotated or n in used]
+
+
+def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(node, cst.Subscript) and node.slice:  # Optional[Tensor]
+        first = node.slice[0].slice
+        if isinstance(first, cst.Index):
+            return _unwrap_annotation(first.value)
+    if isinstance(node, cst.BinaryOperation):  # Tensor | None
+        return _unwrap_annotation(node.left)
+    if isinstance(node, cst.SimpleString):
+        value = syntax.string_value(node) or ""
+        return cst.Name(value.split(".")[-1]) if value.replace(".", "").isidentifier() else node
+    return node
+
+
+def stable_parameters(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
+    """The parameters never rebound to something not computed from a tensor parameter.
+
+    `pos = torch.arange(pos)` makes `pos` unstable: its later uses may be either value;
+    `x = x * 2` keeps `x` stable.
+    """
+    stable = set(params)
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            if not is_derived(node.value, set(params), facts):
+                stable -= {t.value for t in assigned_names(node)}
+    return stable
+
+
+def assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    return [t for t in targets if isinstance(t, cst.Name)]
+
+
+def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
+    """Whether expr is a tensor computed from a tensor parameter (it lives where the parameters do)."""
+    return values.ValueModel(facts, lambda name: _DERIVED if name in derived else values.UNKNOWN).of(expr).place == values.PARAMETERS
+
+
+_DERIVED = values.Value(values.TENSOR, values.PARAMETERS)
+
+
+def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> Optional[str]:
+    """The tensor parameter the function body mentions first, for `device=X.device`.
+
+    `params` are the function's tensor parameters (every parameter of `forward`). Those with
+    evidence of being tensors (annotation, tensor-only members) come before the rest of
+    `forward`'s; one that may be None (default None) or is rebound to another value is never used.
+    """
+    declared = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
+    usable = {p.name.value for p in declared if p.default is None or syntax.dotted_name(p.default) != "None"}
+    usable &= stable_parameters(func, params, facts)
+    evidence = [n for n in tensor_parameters(func, facts) if n in usable]
+    for group in (evidence, [n for n in params if n in usable]):
+        for node in syntax.walk_expressions(func.body):
+            if isinstance(node, cst.Name) and node.value in group:
+                return node.value
+    return None

@@ -1,0 +1,284 @@
+"""DEV010 discarded-move: `x.to(device)` as a statement on a tensor, whose result is dropped.
+Doc: rules/DEV010.md; fixture: tests/fixtures/DEV010.py."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint import names, syntax
+from devlint.analysis.parameters import tensor_parameters
+from devlint.base import SAFE, FrameState, NodeFix, Rule
+
+MOVE_METHODS = frozenset({"to", "cuda", "cpu"})
+# Members a module has too: no evidence of a tensor for this rule (`model.to(d)` moves in place).
+MODULE_MEMBERS = frozenset(
+    {"to", "cuda", "cpu", "device", "dtype", "float", "half", "double", "bfloat16", "type", "requires_grad_"}
+)
+EVIDENCE = names.TENSOR_ONLY_MEMBERS - MODULE_MEMBERS
+# Uses no module allows: `x.shape`, `x.size()`, `x.view(...)`.
+TENSOR_ONLY_ATTRIBUTES = frozenset({"shape", "ndim"})
+TENSOR_ONLY_CALLS = frozenset({"size", "dim", "numel", "item", "view", "reshape", "unsqueeze"})
+# Tensor methods whose result is a tensor whatever the receiver (modules have none of them).
+TENSOR_RESULT_METHODS = (names.SHAPE_METHODS | {"repeat_interleave", "masked_fill", "gather", "index_select", "matmul"}) - MODULE_MEMBERS
+# Top-level torch functions that do not return a tensor.
+NON_TENSOR_TORCH = frozenset(
+    "load compile device Generator no_grad enable_grad inference_mode autocast set_grad_enabled manual_seed"
+    " get_default_dtype is_tensor is_grad_enabled Size dtype finfo iinfo save".split()
+)
+
+
+class DiscardedMove(Rule):
+    """`X.to(...)`, `X.cuda(...)` or `X.cpu()` as a whole statement where X is known to be a tensor
+    (tensor moves return a copy: the statement does nothing); the fix assigns the result back."""
+
+    code = "DEV010"
+    name = "discarded-move"
+    summary = "`x.to(device)` on a tensor as a statement: the moved copy is dropped"
+    fixes, applicabilities = "sometimes", (SAFE,)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._moves: FrameState[list[cst.Expr]] = FrameState(list)  # by function frame; None: module level
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVE_METHODS:
+            self._moves[self.ctx.function].append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        frame = self.ctx.function
+        moves = self._moves.pop(frame)
+        if not moves:
+            return
+        # every parameter of a module's `forward` is a tensor parameter (the shared definition)
+        forward = frame.method == "forward" and frame.node is node and frame.in_module_class
+        self._check(node, frame.self_name, node.body, moves, forward)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        moves = self._moves.pop(None)
+        if moves:
+            self._check(None, None, node, moves, False)
+
+    def _check(self, func: Optional[cst.FunctionDef], self_name: Optional[str], body: cst.CSTNode,
+               moves: list[cst.Expr], forward_params: bool) -> None:
+        scope = _Scope(self.facts, func, self_name, body, forward_params)
+        for statement in moves:
+            call = statement.value
+            receiver = call.func.value
+            if not scope.is_tensor(receiver):
+                continue
+            fix = None
+            if isinstance(receiver, cst.Name) or _self_attribute(receiver, scope.self_name) is not None:
+                assign = cst.Assign(targets=[cst.AssignTarget(receiver)], value=call)
+                fix = NodeFix(SAFE, "Assign the moved tensor back", statement, assign)
+            method = call.func.attr.value
+            self.report(
+                call.func.attr,
+                f"`.{method}()` on a tensor returns a moved copy, which this statement drops: the tensor stays "
+                f"where it was; assign the result (`x = x.{method}(...)`)",
+                fix,
+            )
+
+
+def _self_attribute(expr: cst.BaseExpression, self_name: Optional[str]) -> Optional[str]:
+    if self_name and isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
+        return expr.attr.value
+    return None
+
+
+def _key(expr: cst.BaseExpression) -> Optional[str]:
+    """`x` or `self.x`: what bindings and uses are tracked under."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return f"{expr.value.value}.{expr.attr.value}"
+    return None
+
+
+class _Scope:
+    """What one function (or a script's module level) binds and how it uses its names."""
+
+    def __init__(self, facts, func: Optional[cst.FunctionDef], self_name: Optional[str], body: cst.CSTNode,
+                 forward_params: bool) -> None:
+        self.facts = facts
+        self.bindings: dict[str, list[Optional[cst.BaseExpression]]] = {}  # key -> values (None: not known)
+        self.items: dict[str, cst.BaseExpression] = {}  # loop target key -> the iterated expression
+        self.tensor_uses: set[str] = set()
+        self.self_name = self_name
+        self.tensor_params: set[str] = set()
+        if func is not None:
+            self.tensor_params = set(tensor_parameters(func, facts, every_parameter=forward_params, evidence=EVIDENCE))
+        for node, parent in syntax.walk_with_parents(body):
+            if node is not body and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            self._visit(node, parent)
+
+    def _visit(self, node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> None:
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                self._bind(target, node.value if not isinstance(node, cst.AugAssign) else None)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            self._bind_items(node.target, node.iter)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            self._bind(node.asname.name, None)
+        elif isinstance(node, cst.Attribute):
+            key = _key(node.value)
+            if key is None:
+                return
+            attr = node.attr.value
+            called = isinstance(parent, cst.Call) and parent.func is node
+            if attr in TENSOR_ONLY_ATTRIBUTES or (called and attr in TENSOR_ONLY_CALLS):
+                self.tensor_uses.add(key)
+        elif isinstance(node, cst.BinaryOperation):
+            for operand in (node.left, node.right):
+                key = _key(operand)
+                if key is not None:
+                    self.tensor_uses.add(key)
+
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+                for element, item in zip(target.elements, value.elements):  # `x, y = x.to(d), y.to(d)`
+                    self._bind(element.value, item.value)
+                return
+            for element in target.elements:  # `x, y = ...`: each may be anything
+                self._bind(element.value, self._unpacked(value))
+            return
+        key = _key(target)
+        if key is not None:
+            self.bindings.setdefault(key, []).append(value)
+
+    def _unpacked(self, value: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        """`x, y = batch` with batch a loader item: x and y are items of it (kept as a subscript)."""
+        if value is not None and self._is_loader_item(value):
+            return cst.Subscript(value=value, slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+        return None
+
+    def _bind_items(self, target: cst.BaseExpression, iterated: cst.BaseExpression) -> None:
+        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+        for element in ([e.value for e in elements] if elements is not None else [target]):
+            if isinstance(element, (cst.Tuple, cst.List)):
+                self._bind_items(element, iterated)
+                continue
+            key = _key(element)
+            if key is not None:
+                self.bindings.setdefault(key, []).append(None)
+                self.items[key] = iterated
+
+    # --- the verdict ---------------------------------------------------------------------
+    def is_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        key = _key(expr)
+        if key is not None:
+            return self._name_is_tensor(key, depth)
+        if isinstance(expr, (cst.BinaryOperation,)):
+            return True  # no module has arithmetic, and numbers have no `.to()`
+        if isinstance(expr, cst.UnaryOperation):
+            return not isinstance(expr.operator, cst.Not)
+        if isinstance(expr, cst.Subscript):
+            return self._is_item(expr, depth)
+        if isinstance(expr, cst.Call):
+            return self._call_is_tensor(expr, depth) or self._is_loader_item(expr)
+        return False
+
+    def _name_is_tensor(self, key: str, depth: int) -> bool:
+        if key == self.self_name:
+            return False
+        values = self.bindings.get(key, [])
+        if any(v is not None and self._is_module_value(v) for v in values):
+            return False
+        if key in self.tensor_uses or key in self.tensor_params:
+            return True
+        if key in self.items:
+            return self._is_loader(self.items[key]) or self._is_tensor_list(self.items[key], depth)
+        return bool(values) and all(v is not None and self.is_tensor(v, depth + 1) for v in values)
+
+    def _is_module_value(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Name) and value.value == self.self_name:
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self.facts.resolve(value.func)
+        if qualified is not None and qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional"):
+            return True
+        last = syntax.last_name(value.func) or ""
+        local = [info for info in self.facts.classes.values() if info.name == last]
+        if local:
+            return any(info.is_module for info in local)
+        return last[:1].isupper() and last.endswith(names.MODULE_BASE_SUFFIXES)
+
+    def _call_is_tensor(self, call: cst.Call, depth: int) -> bool:
+        func = call.func
+        qualified = self.facts.resolve(func)
+        if qualified is not None:
+            if self.facts.is_tensor_source(call) is not None:
+                return True
+            head, _, rest = qualified.partition(".")
+            if head != "torch":
+                return False
+            if rest.startswith(("nn.functional.", "fft.", "linalg.", "special.")):
+                return True
+            return "." not in rest and rest[:1].islower() and rest not in NON_TENSOR_TORCH
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in TENSOR_RESULT_METHODS:
+                return True
+            if method in MODULE_MEMBERS - {"device", "dtype"}:  # `x.float()`: a tensor when x is one
+                return self.is_tensor(func.value, depth + 1)
+        return False
+
+    def _is_item(self, expr: cst.Subscript, depth: int) -> bool:
+        """A subscript of a module's output, of a loader or tokenizer item, or of a tensor list."""
+        value = expr.value
+        if isinstance(value, cst.Call):
+            if syntax.keyword(value, "return_tensors") is not None:
+                return True  # `tokenizer(text, return_tensors="pt")["input_ids"]`
+            if self.facts.resolve(value.func) is not None:  # `torch.load(p)["model"]` may be anything
+                return self._call_is_tensor(value, depth)
+            return _key(value.func) is not None  # a module's output: `model(x)[0]`, `self.encoder(x)[0]`
+        return self.is_tensor(value, depth + 1) or self._is_loader_item(value) or self._is_tensor_list(value, depth) or self._is_tokenized(value)
+
+    def _is_loader(self, iterated: cst.BaseExpression) -> bool:
+        """`loader`, `self.train_loader`, `enumerate(loader)`, `tqdm(loader)`."""
+        if isinstance(iterated, cst.Call) and iterated.args and syntax.last_name(iterated.func) in ("enumerate", "tqdm", "iter"):
+            return self._is_loader(iterated.args[0].value)
+        name = syntax.last_name(iterated) or ""
+        if name.lower().endswith("loader"):
+            return True
+        key = _key(iterated)
+        return key is not None and any(
+            isinstance(v, cst.Call) and syntax.last_name(v.func) == "DataLoader" for v in self.bindings.get(key, []) if v is not None
+        )
+
+    def _is_loader_item(self, expr: cst.BaseExpression) -> bool:
+        """An item of iterating a loader (`for batch in loader`, `next(iter(loader))`)."""
+        if isinstance(expr, cst.Call) and syntax.last_name(expr.func) == "next" and expr.args:
+            return self._is_loader(expr.args[0].value)
+        key = _key(expr)
+        if key is None:
+            return False
+        if key in self.items:
+            return self._is_loader(self.items[key])
+        values = self.bindings.get(key, [])
+        return bool(values) and all(v is not None and self._is_loader_item(v) for v in values)
+
+    def _is_tokenized(self, expr: cst.BaseExpression) -> bool:
+        key = _key(expr)
+        values = self.bindings.get(key, []) if key is not None else []
+        return bool(values) and all(isinstance(v, cst.Call) and syntax.keyword(v, "return_tensors") is not None for v in values)
+
+    def _is_tensor_list(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """A list of tensors: `torch.split(...)`, `x.chunk(...)`, a display of tensors."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return bool(expr.elements) and all(self.is_tensor(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            method = syntax.last_name(expr.func)
+            return method in ("split", "chunk", "unbind", "tensor_split") and (
+                isinstance(expr.func, cst.Attribute) or (self.facts.resolve(expr.func) or "").startswith("torch.")
+            )
+        key = _key(expr)
+        values = self.bindings.get(key, []) if key is not None else []
+        return bool(values) and all(v is not None and self._is_tensor_list(v, depth + 1) for v in values)

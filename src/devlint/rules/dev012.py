@@ -1,0 +1,219 @@
+"""DEV012 stale-device-attribute: forward-time code places tensors with a device that the module
+captured in `__init__`. Doc: rules/DEV012.md; fixture: tests/fixtures/DEV012.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from devlint import edits, names, syntax
+from devlint.analysis.forward_time import ForwardTime
+from devlint.analysis.parameters import first_used_param, tensor_parameters
+from devlint.base import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix, Rule
+
+DEVICE_LITERALS = ("cpu", "cuda", "mps", "xpu", "meta", "npu", "hpu")
+# torch calls that take `device=` without making a tensor.
+NOT_FACTORIES = ("torch.device", "torch.Generator", "torch.autocast", "torch.cuda.", "torch.nn.", "torch.amp.")
+NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+# Methods that keep a device attribute in step with the module (an override updates it there).
+PLACING_OVERRIDES = frozenset({"to", "_apply", "cuda", "cpu"})
+
+
+@dataclass
+class _Attribute:
+    init_values: list[cst.BaseExpression] = field(default_factory=list)
+    init: Optional[cst.FunctionDef] = None
+    elsewhere: bool = False  # assigned in another method too (or an override of to/_apply/cuda)
+
+
+@dataclass
+class _Class:
+    attributes: dict[str, _Attribute] = field(default_factory=dict)
+    properties: set[str] = field(default_factory=set)
+
+
+class StaleDeviceAttribute(Rule):
+    """`device=self.NAME` to a factory, or `.to(self.NAME)`, in forward-time code, where NAME holds
+    a device assigned only in the class's own `__init__`: `model.to(other)` leaves it behind. The
+    fix uses the device of the method's first tensor parameter."""
+
+    code = "DEV012"
+    name = "stale-device-attribute"
+    summary = "forward-time code places tensors with a device captured in `__init__`"
+    fixes, applicabilities = "sometimes", (UNSAFE,)
+    requires = (ForwardTime,)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._uses: FrameState[list[tuple[str, cst.Attribute]]] = FrameState(list)  # by function frame
+        self._classes: dict[ClassFrame, _Class] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        frame = self.ctx.function
+        if frame is None or not frame.in_module_class:
+            return
+        for arg in self._device_args(frame, node):
+            name = frame.self_attribute(arg.value)
+            if name is not None:
+                self._uses[frame].append((name, arg.value))
+
+    def _device_args(self, frame: FunctionFrame, call: cst.Call) -> list[cst.Arg]:
+        """The arguments that give `call` its device, when it makes or moves a tensor."""
+        func = call.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        qualified = self.facts.resolve(func)
+        device = syntax.keyword(call, "device")
+        if qualified is not None:
+            if not qualified.startswith("torch.") or qualified.startswith(NOT_FACTORIES):
+                return []
+            return [device] if device is not None else []
+        if method in NEW_METHODS:
+            return [device] if device is not None else []
+        if method != "to" or self._is_module_receiver(frame, func.value):
+            return []
+        first = syntax.positional(call)[:1]
+        return [a for a in (device, *first) if a is not None]
+
+    def _is_module_receiver(self, frame: FunctionFrame, receiver: cst.BaseExpression) -> bool:
+        """`self.to(...)`, or `self.X.to(...)` with X a submodule (assigned a call that makes no tensor)."""
+        if isinstance(receiver, cst.Name) and receiver.value == frame.self_name:
+            return True
+        name = frame.self_attribute(receiver)
+        if name is None:
+            return False
+        attribute = self._class(frame.klass).attributes.get(name)
+        return attribute is not None and any(
+            isinstance(v, cst.Call) and self.facts.is_tensor_source(v) is None for v in attribute.init_values
+        )
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        frame = self.ctx.function
+        uses = self._uses.pop(frame)
+        if uses:
+            self.ctx[ForwardTime].when_known(frame, lambda forward_time: forward_time and self._check(frame, uses))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._classes.clear()  # read by ForwardTime's callbacks, which come after this rule's leave_ClassDef
+
+    def _check(self, frame: FunctionFrame, uses: list[tuple[str, cst.Attribute]]) -> None:
+        klass = self._class(frame.klass)
+        param = ...  # found on the first report
+        for name, attribute_node in uses:
+            attribute = klass.attributes.get(name)
+            if name in klass.properties or attribute is None or attribute.elsewhere or attribute.init is None:
+                continue
+            if not self._holds_device(name, attribute):
+                continue
+            if param is ...:
+                func = frame.node
+                forward = frame.method == "forward" and func.name.value == "forward"
+                params = tensor_parameters(func, self.facts, every_parameter=forward)
+                param = first_used_param(func, params, self.facts)
+            fix = None
+            if param is not None:
+                fix = NodeFix(UNSAFE, f"Use `{param}.device`", attribute_node, edits.device_of(param))
+            hint = f"`{param}.device`" if param else "the device of an input (`x.device`)"
+            self.report(
+                attribute_node,
+                f"`self.{name}` is the device the module had in `__init__`: after `model.to(other)` it still names "
+                f"the old one, and tensors placed with it meet weights elsewhere; use {hint}",
+                fix,
+            )
+
+    # --- the class's attributes --------------------------------------------------------------
+    def _class(self, klass: ClassFrame) -> _Class:
+        found = self._classes.get(klass)
+        if found is None:
+            found = self._classes[klass] = _scan_class(self.facts, klass.node)
+        return found
+
+    def _holds_device(self, name: str, attribute: _Attribute) -> bool:
+        if "dtype" in name.lower():
+            return False
+        if any(self._is_dtype(v) for v in attribute.init_values):
+            return False
+        if "device" in name.lower():
+            return True
+        return bool(attribute.init_values) and all(self._names_device(v, attribute.init) for v in attribute.init_values)
+
+    def _is_dtype(self, value: cst.BaseExpression) -> bool:
+        return self.facts.resolve(value) in names.DTYPE_NAMES or "dtype" in (syntax.last_name(value) or "").lower()
+
+    def _names_device(self, value: cst.BaseExpression, init: cst.FunctionDef) -> bool:
+        """A device literal, `torch.device(...)`, a device choice, a `torch.device` parameter, a
+        name or attribute containing `device`."""
+        literal = syntax.string_value(value)
+        if literal is not None:
+            return literal.split(":")[0] in DEVICE_LITERALS
+        if isinstance(value, cst.IfExp):
+            return self._names_device(value.body, init) or self._names_device(value.orelse, init)
+        if isinstance(value, cst.Call):
+            return self.facts.resolve(value.func) == "torch.device"
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            if "device" in (syntax.last_name(value) or "").lower():
+                return True
+            if isinstance(value, cst.Name):
+                for param in syntax.all_params(init.params):
+                    if param.name.value == value.value and param.annotation is not None:
+                        annotation = param.annotation.annotation
+                        return self.facts.resolve(annotation) == "torch.device" or syntax.last_name(annotation) == "device"
+        return False
+
+
+def _scan_class(facts, node: cst.ClassDef) -> _Class:
+    found = _Class()
+    info = facts.class_info(node)
+    methods = info.methods if info is not None else {}
+    for method, definitions in methods.items():
+        for definition in definitions:
+            decorators = [d or "" for d in syntax.decorator_names(definition)]
+            if any(d.split(".")[-1] in ("property", "cached_property") or d.endswith((".setter", ".getter")) for d in decorators):
+                found.properties.add(method)
+                continue
+            params = [*definition.params.posonly_params, *definition.params.params]
+            if not params or "staticmethod" in decorators or "classmethod" in decorators:
+                continue
+            self_name = params[0].name.value
+            for target, value in _self_assignments(definition, self_name):
+                attribute = found.attributes.setdefault(target, _Attribute())
+                if method == "__init__" and value is not None:
+                    attribute.init_values.append(value)
+                    attribute.init = definition
+                else:
+                    attribute.elsewhere = True
+    return found
+
+
+def _self_assignments(definition: cst.FunctionDef, self_name: str):
+    """(NAME, value or None) for each `self.NAME = value`, `self.NAME += ...`, tuple target or
+    `setattr(self, "NAME", ...)` in the method (nested functions included)."""
+    for node in syntax.walk(definition.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            plain = isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None
+            for target in targets:
+                for element in _flatten(target):
+                    name = _self_name(element, self_name)
+                    if name is not None:
+                        yield name, node.value if plain and element is target else None
+        elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) == "setattr":
+            args = syntax.positional(node)
+            if len(args) >= 2 and syntax.dotted_name(args[0].value) == self_name:
+                attribute = syntax.string_value(args[1].value)
+                if attribute is not None:
+                    yield attribute, None
+
+
+def _flatten(target: cst.BaseExpression):
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _flatten(element.value)
+    else:
+        yield target
+
+
+def _self_name(expr: cst.BaseExpression, self_name: str) -> Optional[str]:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
+        return expr.attr.value
+    return None
