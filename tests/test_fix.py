@@ -50,7 +50,7 @@ def test_fixture_round_trip(path, unsafe):
 
 def test_fixtures_do_get_fixed():
     codes = {f.code for p in FIXTURES for f in fix(p.read_text(encoding="utf-8")).fixed}
-    assert codes == {f"DEV00{n}" for n in range(1, 9)}
+    assert codes == {f"DEV{n:03}" for n in range(1, 10)}
 
 
 def test_outer_fix_wins_and_the_inner_one_comes_next_round():

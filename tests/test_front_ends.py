@@ -151,7 +151,7 @@ def test_sarif_structure(tmp_path):
     assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
     (run,) = log["runs"]
     rules = run["tool"]["driver"]["rules"]
-    assert [rule["id"] for rule in rules] == [f"DEV00{n}" for n in range(1, 9)]
+    assert [rule["id"] for rule in rules] == [f"DEV{n:03}" for n in range(1, 10)]
     assert all(rule["help"]["text"].startswith(f"# {rule['id']} {rule['name']}") for rule in rules)
     results = run["results"]
     assert [(x["ruleId"], x["locations"][0]["physicalLocation"]["region"]["startLine"]) for x in results] == [
