@@ -164,8 +164,12 @@ class FileFacts:
         if qualified is not None and (qualified.startswith("torch.nn.") or qualified == "torch.jit.ScriptModule"):
             return True
         last = base.rsplit(".", 1)[-1]
+        package = qualified.split(".")[0] if qualified is not None else None
+        if package in names.OTHER_FRAMEWORKS:
+            return False
         if last in names.FRAMEWORK_MODULE_BASES:
-            return True
+            required = names.FRAMEWORK_BASE_PACKAGES.get(last)
+            return required is None or package is None or package in ("", required)
         return last.endswith(names.MODULE_BASE_SUFFIXES)
 
 

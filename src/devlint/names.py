@@ -126,3 +126,8 @@ FRAMEWORK_MODULE_BASES = frozenset(
     {"LightningModule", "PreTrainedModel", "ModelMixin", "BaseModule", "Metric", "HyperModule",
      "ModuleList", "ModuleDict", "Sequential"}
 )
+# Packages whose classes are never torch modules, whatever their names (`keras.layers.Layer`).
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "paddle", "mindspore", "mxnet"})
+# Framework bases known by a name another package also uses: a module only when imported from this one
+# (ignite's `Metric` is not an nn.Module, torchmetrics' is).
+FRAMEWORK_BASE_PACKAGES = {"Metric": "torchmetrics"}

@@ -120,6 +120,8 @@ class ModuleInPlainContainer(Rule):
         last = parts[-1]
         if not last[:1].isupper():
             return None
+        if parts[0] in names.OTHER_FRAMEWORKS:
+            return None
         if parts[0] == "torch":
             in_nn = len(parts) == 3 or (len(parts) > 3 and parts[2] in ("modules", "parallel"))
             return MODULE if parts[1] == "nn" and in_nn and last not in NON_MODULE_NN else None
