@@ -127,7 +127,7 @@ FRAMEWORK_MODULE_BASES = frozenset(
      "ModuleList", "ModuleDict", "Sequential"}
 )
 # Packages whose classes are never torch modules, whatever their names (`keras.layers.Layer`).
-OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "paddle", "mindspore", "mxnet"})
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "mlx", "paddle", "mindspore", "mxnet"})
 # Framework bases known by a name another package also uses: a module only when imported from this one
 # (ignite's `Metric` is not an nn.Module, torchmetrics' is).
 FRAMEWORK_BASE_PACKAGES = {"Metric": "torchmetrics"}

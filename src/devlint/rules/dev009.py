@@ -252,6 +252,16 @@ class ModuleInPlainContainer(Rule):
                     if isinstance(name, cst.Name):
                         env.pop(name.value, None)
 
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """`self.layers += [...]`: an `.extend(...)`."""
+        frame = self._frame()
+        if frame is None or not isinstance(node.operator, cst.AddAssign):
+            return
+        klass, method = self._classes[frame.klass], self._methods[frame]
+        added = self._added_to(frame, klass, method.env, node.target)
+        if added is not None:
+            self._add_call(added, cst.Call(func=cst.Name("extend"), args=[cst.Arg(node.value)]), "extend", method.env)
+
     def _added_to(self, frame, klass: _Class, env: dict[str, _Local], receiver) -> Optional[_Contents]:
         """Where items put into `receiver` (`self.NAME` or a local container) are recorded."""
         attribute = frame.self_attribute(receiver)
@@ -289,7 +299,8 @@ class ModuleInPlainContainer(Rule):
             self._passed_on(registered.value, frame, klass, method)
             if isinstance(registered.value, cst.Name):
                 method.stored.add(registered.value.value)
-        elif self._constructor(func) is not None:  # `nn.ModuleList(self.blocks)`, `nn.Sequential(*layers)`
+        elif self._constructor(func) is not None and frame.method != "forward":
+            # `nn.ModuleList(self.blocks)`, `nn.Sequential(*layers)`; one built in forward registers nothing
             for arg in node.args:
                 self._passed_on(arg.value, frame, klass, method)
 
