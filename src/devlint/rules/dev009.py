@@ -384,28 +384,31 @@ class ModuleInPlainContainer(Rule):
         klass = self._classes.pop(self.ctx.klass)
         if klass is None:
             return
-        assignments: dict[str, int] = {}
-        for candidate in klass.candidates:
-            name = candidate.target.attr.value
-            assignments[name] = assignments.get(name, 0) + 1
+        found = []
+        unfixable: set[str] = set()  # a plain list stored there as well would raise once it is a ModuleList
         for candidate in klass.candidates:
             name = candidate.target.attr.value
             contents = _Contents(mapping=candidate.contents.mapping)
             _merge(contents, candidate.contents)
             if name in klass.added:
                 _merge(contents, klass.added[name])
-            contents.passed_on = candidate.contents.passed_on
-            if not contents.kinds or contents.passed_on or name in klass.passed_on \
+            if not contents.kinds or candidate.contents.passed_on or name in klass.passed_on \
                     or contents.names & candidate.method.stored:
+                unfixable.add(name)
                 continue
+            wrapper, fix = self._fix(candidate, contents, klass, name)
+            if fix is None:
+                unfixable.add(name)
+            found.append((candidate, contents, wrapper, fix))
+        for candidate, contents, wrapper, fix in found:
+            name = candidate.target.attr.value
             what = "parameters" if contents.kinds == {PARAMETER} else "modules"
             shape = "dict" if contents.mapping else ("tuple" if _is_tuple(candidate.value) else "list")
-            wrapper, fix = self._fix(candidate, contents, klass, name)
             self.report(
                 candidate.target,
                 f"`self.{name}` keeps {what} in a plain {shape}: `model.to(device)`, `parameters()` (so the "
                 f"optimizer), `state_dict()` and `.train()`/`.eval()` skip them; use `{wrapper.replace('torch.', '')}`",
-                fix,
+                None if name in unfixable else fix,
             )
 
     def _fix(self, candidate: _Candidate, contents: _Contents, klass: _Class, name: str) -> tuple[str, Optional[NodeFix]]:
