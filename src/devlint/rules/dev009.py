@@ -63,7 +63,6 @@ class _Candidate:
     contents: _Contents
     method: _Method
     after_init: bool
-    local: bool  # assigned through a local name
 
 
 @dataclass
@@ -230,7 +229,7 @@ class ModuleInPlainContainer(Rule):
                 if contents is not None:
                     klass.candidates.append(_Candidate(
                         target, statement, value, contents, method,
-                        frame.method != "__init__" or method.after_init, isinstance(local, _Contents)))
+                        frame.method != "__init__" or method.after_init))
                 elif built is None:
                     klass.other_values.add(attribute)
             elif isinstance(target, cst.Name):
