@@ -1,4 +1,4 @@
-"""The DEV004 and DEV002 fixes are right, not just well-formed: real modules built with torch
+"""The DEV004, DEV009 and DEV002 fixes are right, not just well-formed: real modules built with torch
 before and after each fix behave as the rules promise.
 
 Every source is fixed with the library's own fixer, then both versions are executed and the
@@ -353,6 +353,109 @@ def test_dev004_leaves_classmethods_alone():
     after = load_source(fix(CLASSMETHOD_TABLE).text)["Lookup"]
     after.build_table(3)  # TypeError: register_buffer() missing 1 required positional argument
     assert torch.equal(after()(torch.zeros(3)), torch.arange(3.0))
+
+
+# --------------------------------------------------------------------------------------------
+# DEV009: a plain container of modules or parameters becomes an nn container
+# --------------------------------------------------------------------------------------------
+
+MIXTURE = '''\
+import torch
+{nn_import}
+
+
+class Mixture(nn.Module):
+    def __init__(self, dim=4, depth=2):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.layers = [nn.Linear(dim, dim) for _ in range(depth)]
+        self.heads = {{"a": nn.Linear(dim, 2), "b": nn.Linear(dim, 2)}}
+        self.scales = [nn.Parameter(torch.ones(dim)) for _ in range(depth)]
+        self.norms = []
+        for _ in range(depth):
+            self.norms.append(nn.LayerNorm(dim))
+
+    def forward(self, x):
+        x = self.embed(x)
+        for layer, norm, scale in zip(self.layers, self.norms, self.scales):
+            x = norm(layer(x)) * scale
+        return self.heads["a"](x) + self.heads["b"](x)
+'''
+CONTAINED = ("layers", "heads", "scales", "norms")
+
+
+def _mixture(nn_import):
+    source = MIXTURE.format(nn_import=nn_import)
+    return source.replace("nn.", "torch.nn.") if nn_import == "import torch.nn" else source
+
+
+def test_dev009_fix_puts_the_contained_modules_in_the_tree():
+    source = _mixture("from torch import nn")
+    found = findings(source, "DEV009")
+    assert [f.message.split("`")[1] for f in found] == [f"self.{name}" for name in CONTAINED]
+    assert all(f.fix is not None and f.fix.applicability == "unsafe" for f in found)
+    assert "DEV009" not in codes(fix(source).fixed)  # unsafe: not applied by a plain --fix
+    result = fix(source, unsafe=True)
+    assert "DEV009" not in codes(result.remaining)
+    assert "self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])" in result.text
+    assert "self.heads = nn.ModuleDict({" in result.text
+    assert "self.scales = nn.ParameterList([nn.Parameter(torch.ones(dim)) for _ in range(depth)])" in result.text
+    assert "self.norms = nn.ModuleList()" in result.text
+
+    torch.manual_seed(0)
+    before = load_source(source)["Mixture"]()
+    torch.manual_seed(0)
+    after = load_source(result.text)["Mixture"]()
+    x = torch.randn(3, 4)
+    assert torch.equal(before(x), after(x))  # same weights, same outputs
+
+    # Before the fix the contained modules and parameters are invisible to the module ...
+    assert len(list(before.parameters())) == 2  # only `embed`
+    assert not any(key.startswith(CONTAINED) for key in before.state_dict())
+    # ... after it, parameters() (so the optimizer) and state_dict() hold them.
+    n_contained = 2 * 2 + 2 * 2 + 2 + 2 * 2  # layers, heads, scales, norms
+    assert len(list(after.parameters())) == 2 + n_contained
+    assert {key.split(".")[0] for key in after.state_dict()} == {"embed", *CONTAINED}
+    torch.optim.SGD(after.parameters(), lr=0.1)  # every weight now trains
+
+    # model.to(device) left them behind; now they move.
+    before.to("meta")
+    after.to("meta")
+    assert before.embed.weight.device.type == "meta"
+    assert before.layers[0].weight.device.type == "cpu" and before.scales[0].device.type == "cpu"
+    assert before.heads["a"].weight.device.type == "cpu" and before.norms[0].weight.device.type == "cpu"
+    assert {p.device.type for p in after.parameters()} == {"meta"}
+
+    # .train()/.eval() now reach them too.
+    after.eval()
+    assert not after.norms[0].training and before.eval().norms[0].training
+
+
+@pytest.mark.parametrize("nn_import, wrapper", [
+    ("from torch import nn", "nn.ModuleList("),
+    ("import torch.nn as nn", "nn.ModuleList("),
+    ("import torch.nn", "torch.nn.ModuleList("),
+])
+def test_dev009_fix_spells_torch_nn_as_the_file_does(nn_import, wrapper):
+    source = _mixture(nn_import)
+    result = fix(source, unsafe=True)
+    assert wrapper + "[" in result.text and "DEV009" not in codes(result.remaining)
+    after = load_source(result.text)["Mixture"]()
+    assert len(list(after.parameters())) == 2 + 14
+
+
+def test_dev009_gives_no_fix_where_the_file_binds_no_torch_nn():
+    source = '''"""Layers of mylib, a wrapper around torch."""
+from mylib import LinearLayer, Module
+
+
+class Stack(Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [LinearLayer(4) for _ in range(2)]
+'''
+    (finding,) = findings(source, "DEV009")
+    assert finding.fix is None
 
 
 # --------------------------------------------------------------------------------------------

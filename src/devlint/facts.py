@@ -51,6 +51,16 @@ class FileFacts:
             return None
         return f"{target}.{rest}" if rest else target
 
+    def spelling(self, qualified: str) -> Optional[str]:
+        """How this file's imports let it write a qualified name (`nn.ModuleList` after
+        `from torch import nn`), through the most specific import; None when none binds it."""
+        best = None
+        for local, target in self.aliases.items():
+            if (qualified == target or qualified.startswith(target + ".")) and (local != "torch" or self._bound_torch):
+                if best is None or len(target) > len(best[1]):
+                    best = (local, target)
+        return None if best is None else best[0] + qualified[len(best[1]):]
+
     def is_tensor_source(self, call: cst.Call) -> Optional[str]:
         qualified = self.resolve(call.func)
         return qualified if qualified in names.TENSOR_SOURCES else None
@@ -154,8 +164,12 @@ class FileFacts:
         if qualified is not None and (qualified.startswith("torch.nn.") or qualified == "torch.jit.ScriptModule"):
             return True
         last = base.rsplit(".", 1)[-1]
+        package = qualified.split(".")[0] if qualified is not None else None
+        if package in names.OTHER_FRAMEWORKS:
+            return False
         if last in names.FRAMEWORK_MODULE_BASES:
-            return True
+            required = names.FRAMEWORK_BASE_PACKAGES.get(last)
+            return required is None or package is None or package in ("", required)
         return last.endswith(names.MODULE_BASE_SUFFIXES)
 
 

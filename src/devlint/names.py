@@ -151,3 +151,9 @@ LOSS_NAME_SUFFIXES = ("criterion", "loss_fn", "loss_func")
 LOADER_PREPARING_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
 # Wrappers that iterate their first argument unchanged (`tqdm(loader)`).
 ITERATION_WRAPPERS = frozenset({"iter", "tqdm", "trange", "track", "progress_bar", "progressbar"})
+
+# Packages whose classes are never torch modules, whatever their names (`keras.layers.Layer`).
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "mlx", "paddle", "mindspore", "mxnet"})
+# Framework bases known by a name another package also uses: a module only when imported from this one
+# (ignite's `Metric` is not an nn.Module, torchmetrics' is).
+FRAMEWORK_BASE_PACKAGES = {"Metric": "torchmetrics"}

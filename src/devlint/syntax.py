@@ -95,6 +95,17 @@ def is_number_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
+def is_base_init(call: cst.Call) -> bool:
+    """`super().__init__(...)`, `super(Cls, self).__init__(...)`, `nn.Module.__init__(self)`."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "__init__"):
+        return False
+    receiver = func.value
+    if isinstance(receiver, cst.Call):
+        return dotted_name(receiver.func) == "super"
+    return dotted_name(receiver) is not None
+
+
 def param_names(params: cst.Parameters) -> list[str]:
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
     return names

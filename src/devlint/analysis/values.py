@@ -31,10 +31,11 @@ def is_dtype_only_move(call: cst.Call, facts) -> bool:
 
 
 def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
-    """`torch.float16`, or a `.dtype` attribute (`x.to(y.dtype)`)."""
+    """`torch.float16`, or a name or attribute that says it holds a dtype (`x.to(y.dtype)`,
+    `x.to(self.compute_dtype)`)."""
     if facts.resolve(expr) in names.DTYPE_NAMES:
         return True
-    return isinstance(expr, (cst.Name, cst.Attribute)) and syntax.last_name(expr) == "dtype"
+    return isinstance(expr, (cst.Name, cst.Attribute)) and "dtype" in (syntax.last_name(expr) or "").lower()
 
 
 # --- what an expression holds --------------------------------------------------------------

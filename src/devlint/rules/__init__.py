@@ -16,6 +16,7 @@ NAMES = {
     "DEV006": "map-location-on-wrong-call",
     "DEV007": "input-device-mismatch",
     "DEV008": "numpy-on-device-tensor",
+    "DEV009": "module-in-plain-container",
     "DEV010": "discarded-move",
     "DEV012": "stale-device-attribute",
 }

@@ -80,7 +80,7 @@ class UnregisteredTensorAttribute(Rule):
             name = syntax.string_value(name_arg.value) if name_arg is not None else None
             if name is not None:
                 self._classes[frame.klass].buffers.add(name)
-        elif _is_base_init(node):
+        elif syntax.is_base_init(node):
             self._functions[frame].after_init = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -172,17 +172,6 @@ def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
     # integer or bool table is sure to come out of such a cast unchanged.
     applicability = SAFE if candidate.integral else UNSAFE
     return NodeFix(applicability, f'Register `{name}` as a non-persistent buffer', statement, replacement)
-
-
-def _is_base_init(call: cst.Call) -> bool:
-    """`super().__init__(...)`, `super(Cls, self).__init__(...)`, `nn.Module.__init__(self)`."""
-    func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "__init__"):
-        return False
-    receiver = func.value
-    if isinstance(receiver, cst.Call):
-        return syntax.dotted_name(receiver.func) == "super"
-    return syntax.dotted_name(receiver) is not None
 
 
 TENSOR, CONTAINER = values.TENSOR, values.CONTAINER  # a tensor, or a list, tuple or dict holding one

@@ -9,6 +9,7 @@ from devlint.rules.dev005 import HardcodedCudaString
 from devlint.rules.dev006 import MapLocationOnWrongCall
 from devlint.rules.dev007 import InputDeviceMismatch
 from devlint.rules.dev008 import NumpyOnDeviceTensor
+from devlint.rules.dev009 import ModuleInPlainContainer
 from devlint.rules.dev010 import DiscardedMove
 from devlint.rules.dev012 import StaleDeviceAttribute
 
@@ -21,6 +22,7 @@ ALL_RULES = (
     MapLocationOnWrongCall,
     InputDeviceMismatch,
     NumpyOnDeviceTensor,
+    ModuleInPlainContainer,
     DiscardedMove,
     StaleDeviceAttribute,
 )

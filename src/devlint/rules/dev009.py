@@ -1,0 +1,463 @@
+"""DEV009 module-in-plain-container: modules or parameters kept in a plain list, tuple or dict
+on an nn.Module, where `model.to()`, `parameters()` and `state_dict()` never see them.
+Doc: rules/DEV009.md; fixture: tests/fixtures/DEV009.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import libcst as cst
+
+from devlint import names, syntax
+from devlint.base import UNSAFE, FrameState, NodeFix, Rule
+
+MODULE, PARAMETER = "module", "parameter"
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Classes of torch.nn that are not modules.
+NON_MODULE_NN = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
+# Module methods that return the module itself: `nn.Linear(4, 4).to(device)` is still one built here.
+SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_"})
+ADDING_METHODS = frozenset({"append", "extend", "insert"})
+REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter", "__setattr__"})
+# Calls that only pass a container's items on (`nn.Sequential(*list(self.blocks))`).
+PASSING_CALLS = frozenset({"list", "tuple", "dict", "reversed", "iter", "enumerate", "zip", "sorted"})
+# The container each kind of content is wrapped in, and the list or dict methods it lacks.
+WRAPPERS = {
+    (False, MODULE): ("torch.nn.ModuleList", {"clear", "copy", "count", "index", "remove", "reverse", "sort"}),
+    (False, PARAMETER): ("torch.nn.ParameterList",
+                         {"clear", "copy", "count", "index", "insert", "pop", "remove", "reverse", "sort"}),
+    (True, MODULE): ("torch.nn.ModuleDict", {"copy", "fromkeys", "get", "popitem", "setdefault"}),
+    (True, PARAMETER): ("torch.nn.ParameterDict", set()),
+}
+
+
+@dataclass(eq=False)
+class _Contents:
+    """What a container built in a method holds, as far as the rule follows it."""
+
+    mapping: bool  # a dict
+    kinds: set[str] = field(default_factory=set)  # MODULE, PARAMETER: items built right there
+    other: bool = False  # an item not known to be a module or parameter built here (no fix)
+    nested: bool = False  # items in inner containers (no fix: the wrapper takes modules only)
+    bad_keys: bool = False  # a key a ModuleDict may refuse (not a string literal without ".")
+    names: set[str] = field(default_factory=set)  # local names put in it
+    passed_on: bool = False  # wrapped into an nn container, or given to a module, in the class
+
+
+_Local = Union[str, _Contents]  # MODULE, PARAMETER or a container
+
+
+@dataclass
+class _Method:
+    env: dict[str, _Local] = field(default_factory=dict)
+    stored: set[str] = field(default_factory=set)  # locals registered by hand or set as `self.X = name`
+    loop_refs: dict[str, tuple[set[str], list[_Contents]]] = field(default_factory=dict)  # loop variable -> what it walks
+    after_init: bool = False
+
+
+@dataclass
+class _Candidate:
+    target: cst.Attribute  # `self.NAME`
+    statement: cst.BaseSmallStatement
+    value: cst.BaseExpression
+    contents: _Contents
+    method: _Method
+    after_init: bool
+
+
+@dataclass
+class _Class:
+    candidates: list[_Candidate] = field(default_factory=list)
+    added: dict[str, _Contents] = field(default_factory=dict)  # NAME -> what `self.NAME.append(...)` etc. add
+    passed_on: set[str] = field(default_factory=set)  # NAMEs wrapped, registered by hand or given to a module
+    methods_called: dict[str, set[str]] = field(default_factory=dict)  # NAME -> `self.NAME.m(...)` names
+    other_values: set[str] = field(default_factory=set)  # NAMEs also assigned something else than a container
+
+
+class ModuleInPlainContainer(Rule):
+    """`self.NAME = [nn.Linear(...), ...]` (a list, tuple or dict of modules or parameters built
+    right there, directly, through a local name, or filled by `.append`) in a method of an
+    nn.Module class; the fix wraps the container into `nn.ModuleList` and its kin."""
+
+    code = "DEV009"
+    name = "module-in-plain-container"
+    summary = "modules or parameters kept in a plain list, tuple or dict on a module"
+    fixes, applicabilities = "sometimes", (UNSAFE,)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._classes: FrameState[_Class] = FrameState(_Class)
+        self._methods: FrameState[_Method] = FrameState(_Method)
+        self._module_classes: Optional[set[str]] = None
+
+    # --- what is built here ----------------------------------------------------------------
+    def _built(self, expr: cst.BaseExpression, env: dict[str, _Local]) -> Optional[str]:
+        """MODULE or PARAMETER when expr builds one right there (or names a local bound to one)."""
+        if isinstance(expr, cst.Name):
+            held = env.get(expr.value)
+            return held if isinstance(held, str) else None
+        if not isinstance(expr, cst.Call):
+            return None
+        chained = False
+        while isinstance(expr.func, cst.Attribute) and isinstance(expr.func.value, cst.Call) \
+                and expr.func.attr.value in SELF_RETURNING:
+            expr, chained = expr.func.value, True
+        kind = self._constructor(expr.func)
+        return None if kind == PARAMETER and chained else kind  # `Parameter(...).to(d)` is a plain tensor
+
+    def _constructor(self, func: cst.BaseExpression) -> Optional[str]:
+        """MODULE when func is a module class (torch.nn's, this file's, or an imported one named
+        like one), PARAMETER for `nn.Parameter`."""
+        qualified = self.facts.resolve(func)
+        if qualified in PARAMETER_CLASSES:
+            return PARAMETER
+        if qualified is None:
+            if self._module_classes is None:
+                self._module_classes = {info.name for info in self.facts.classes.values() if info.is_module}
+            return MODULE if isinstance(func, cst.Name) and func.value in self._module_classes else None
+        parts = qualified.split(".")
+        last = parts[-1]
+        if not last[:1].isupper():
+            return None
+        if parts[0] in names.OTHER_FRAMEWORKS:
+            return None
+        if parts[0] == "torch":
+            in_nn = len(parts) == 3 or (len(parts) > 3 and parts[2] in ("modules", "parallel"))
+            return MODULE if parts[1] == "nn" and in_nn and last not in NON_MODULE_NN else None
+        is_module = last in names.FRAMEWORK_MODULE_BASES or last.endswith(names.MODULE_BASE_SUFFIXES)
+        return MODULE if is_module else None
+
+    def _contents(self, expr: cst.BaseExpression, env: dict[str, _Local]) -> Optional[_Contents]:
+        """The contents of the list, tuple or dict that expr builds; None when it builds none."""
+        if isinstance(expr, cst.Call):
+            func = syntax.dotted_name(expr.func)
+            if func not in ("list", "tuple", "dict") or self.facts.resolve(expr.func) is not None:
+                return None
+            contents = _Contents(mapping=func == "dict")
+            for arg in expr.args:
+                if arg.keyword is not None:
+                    self._add(contents, arg.value, env, key=cst.SimpleString(f'"{arg.keyword.value}"'))
+                elif arg.star:
+                    contents.other = True
+                else:  # an iterable of items (of pairs, for dict)
+                    inner = self._contents(arg.value, env)
+                    if inner is None or (contents.mapping and not inner.nested and inner.kinds):
+                        contents.other = True
+                    else:
+                        _merge(contents, inner, nested_pairs=contents.mapping)
+            return contents
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            contents = _Contents(mapping=False)
+            for element in expr.elements:
+                if isinstance(element, cst.StarredElement):
+                    contents.other = True
+                else:
+                    self._add(contents, element.value, env)
+            return contents if not isinstance(expr, cst.Set) else None
+        if isinstance(expr, cst.Dict):
+            contents = _Contents(mapping=True)
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    self._add(contents, element.value, env, key=element.key)
+                else:
+                    contents.other = True
+            return contents
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            contents = _Contents(mapping=False)
+            self._add(contents, expr.elt, env)
+            return contents
+        if isinstance(expr, cst.DictComp):
+            contents = _Contents(mapping=True)
+            self._add(contents, expr.value, env, key=expr.key)
+            return contents
+        return None
+
+    def _add(self, contents: _Contents, item: cst.BaseExpression, env: dict[str, _Local], key=None,
+             depth: int = 0) -> None:
+        """Record one item put into a container (and, one level down, the items of an inner one)."""
+        if contents.mapping and not _valid_key(key):
+            contents.bad_keys = True
+        if isinstance(item, cst.IfExp):
+            self._add(contents, item.body, env, key, depth)
+            self._add(contents, item.orelse, env, key, depth)
+            return
+        if isinstance(item, cst.Name):
+            contents.names.add(item.value)
+        kind = self._built(item, env)
+        if kind is not None:
+            if depth:
+                contents.nested = True
+            contents.kinds.add(kind)
+            return
+        inner = self._contents(item, env) if depth == 0 else None
+        if inner is not None and inner.kinds and not inner.nested:
+            contents.nested = True
+            contents.kinds |= inner.kinds
+            contents.names |= inner.names
+        else:
+            contents.other = True
+
+    # --- the traversal ---------------------------------------------------------------------
+    def _frame(self):
+        frame = self.ctx.function
+        return frame if frame is not None and frame.in_module_class else None
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._methods.pop(self.ctx.function)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._assign(node, [t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assign(node, [node.target], node.value)
+
+    def _assign(self, statement, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        frame = self._frame()
+        if frame is None:
+            return
+        klass, method = self._classes[frame.klass], self._methods[frame]
+        env = method.env
+        local = env.get(value.value) if isinstance(value, cst.Name) else None
+        contents = local if isinstance(local, _Contents) else self._contents(value, env)
+        built = self._built(value, env)
+        for target in targets:
+            attribute = frame.self_attribute(target)
+            if attribute is not None:
+                if isinstance(value, cst.Name) and contents is None:
+                    method.stored.add(value.value)  # `self.conv = conv`: registered under its own name
+                if contents is not None:
+                    klass.candidates.append(_Candidate(
+                        target, statement, value, contents, method,
+                        frame.method != "__init__" or method.after_init))
+                elif built is None:
+                    klass.other_values.add(attribute)
+            elif isinstance(target, cst.Name):
+                if contents is not None:
+                    env[target.value] = contents
+                elif built is not None:
+                    env[target.value] = built
+                else:
+                    env.pop(target.value, None)
+            elif isinstance(target, cst.Subscript):  # `self.heads[k] = ...`, `heads[k] = ...`
+                added = self._added_to(frame, klass, env, target.value)
+                index = target.slice[0].slice if len(target.slice) == 1 else None
+                if added is not None:
+                    key = index.value if isinstance(index, cst.Index) else None
+                    added.bad_keys |= not _valid_key(key)
+                    self._add(added, value, env, key=key)
+            else:
+                for name in syntax.walk(target):
+                    if isinstance(name, cst.Name):
+                        env.pop(name.value, None)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """`self.layers += [...]`: an `.extend(...)`."""
+        frame = self._frame()
+        if frame is None or not isinstance(node.operator, cst.AddAssign):
+            return
+        klass, method = self._classes[frame.klass], self._methods[frame]
+        added = self._added_to(frame, klass, method.env, node.target)
+        if added is not None:
+            self._add_call(added, cst.Call(func=cst.Name("extend"), args=[cst.Arg(node.value)]), "extend", method.env)
+
+    def _added_to(self, frame, klass: _Class, env: dict[str, _Local], receiver) -> Optional[_Contents]:
+        """Where items put into `receiver` (`self.NAME` or a local container) are recorded."""
+        attribute = frame.self_attribute(receiver)
+        if attribute is not None:
+            return klass.added.setdefault(attribute, _Contents(mapping=False))
+        held = env.get(receiver.value) if isinstance(receiver, cst.Name) else None
+        return held if isinstance(held, _Contents) else None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        frame = self._frame()
+        if frame is None:
+            return
+        klass, method = self._classes[frame.klass], self._methods[frame]
+        func = node.func
+        if syntax.is_base_init(node):
+            method.after_init = True
+            return
+        if isinstance(func, cst.Attribute):
+            attribute = frame.self_attribute(func.value)
+            if attribute is not None:
+                klass.methods_called.setdefault(attribute, set()).add(func.attr.value)
+            if func.attr.value in ADDING_METHODS:
+                added = self._added_to(frame, klass, method.env, func.value)
+                if added is not None:
+                    self._add_call(added, node, func.attr.value, method.env)
+                return
+        registered = None
+        if frame.self_attribute(func) in REGISTERING_METHODS:  # `self.add_module("n", m)`
+            registered = syntax.keyword(node, "module") or syntax.keyword(node, "param")
+            registered = registered or next(iter(syntax.positional(node)[1:2]), None)
+        elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) == 3 \
+                and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == frame.self_name:
+            registered = node.args[2]
+        if registered is not None:
+            self._passed_on(registered.value, frame, klass, method)
+            if isinstance(registered.value, cst.Name):
+                method.stored.add(registered.value.value)
+        elif self._constructor(func) is not None and frame.method != "forward":
+            # `nn.ModuleList(self.blocks)`, `nn.Sequential(*layers)`; one built in forward registers nothing
+            for arg in node.args:
+                self._passed_on(arg.value, frame, klass, method)
+
+    def _add_call(self, added: _Contents, call: cst.Call, method: str, env: dict[str, _Local]) -> None:
+        args = syntax.positional(call)
+        if method == "insert":
+            args = args[1:]
+        if len(args) != 1 or syntax.has_star_args(call):
+            added.other = True
+        elif method == "extend":
+            inner = self._contents(args[0].value, env)
+            held = env.get(args[0].value.value) if isinstance(args[0].value, cst.Name) else None
+            inner = inner or (held if isinstance(held, _Contents) else None)
+            if inner is None:
+                added.other = True
+            else:
+                _merge(added, inner)
+        else:
+            self._add(added, args[0].value, env)
+
+    def _passed_on(self, expr: cst.BaseExpression, frame, klass: _Class, method: _Method) -> None:
+        attributes, locals_ = self._refs(expr, frame, method)
+        klass.passed_on |= attributes
+        for contents in locals_:
+            contents.passed_on = True
+
+    def _refs(self, expr: cst.BaseExpression, frame, method: _Method) -> tuple[set[str], list[_Contents]]:
+        """The containers whose items expr hands over: `self.NAME`, a local container, an item or
+        a loop variable over them, or those passed through `list(...)`, `.values()`, a comprehension."""
+        attributes: set[str] = set()
+        locals_: list[_Contents] = []
+        stack = [expr]
+        while stack:
+            current = stack.pop()
+            attribute = frame.self_attribute(current)
+            if attribute is not None:
+                attributes.add(attribute)
+            elif isinstance(current, cst.Name):
+                held = method.env.get(current.value)
+                if isinstance(held, _Contents):
+                    locals_.append(held)
+                looped = method.loop_refs.get(current.value)
+                if looped is not None:
+                    attributes |= looped[0]
+                    locals_.extend(looped[1])
+            elif isinstance(current, cst.Subscript):
+                stack.append(current.value)
+            elif isinstance(current, cst.Call):
+                name = syntax.dotted_name(current.func)
+                if name in PASSING_CALLS:
+                    stack.extend(a.value for a in current.args)
+                elif isinstance(current.func, cst.Attribute) and current.func.attr.value in ("values", "items"):
+                    stack.append(current.func.value)
+            elif isinstance(current, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+                comp = current.for_in
+                while comp is not None:
+                    stack.append(comp.iter)
+                    comp = comp.inner_for_in
+            elif isinstance(current, (cst.List, cst.Tuple)):
+                stack.extend(e.value for e in current.elements)
+        return attributes, locals_
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loop(node.target, node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._loop(node.target, node.iter)
+
+    def _loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        frame = self._frame()
+        if frame is None:
+            return
+        method = self._methods[frame]
+        refs = self._refs(iterable, frame, method)
+        if refs[0] or refs[1]:
+            for name in syntax.walk(target):
+                if isinstance(name, cst.Name):
+                    method.loop_refs[name.value] = refs
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        klass = self._classes.pop(self.ctx.klass)
+        if klass is None:
+            return
+        found = []
+        unfixable: set[str] = set()  # a plain list stored there as well would raise once it is a ModuleList
+        for candidate in klass.candidates:
+            name = candidate.target.attr.value
+            contents = _Contents(mapping=candidate.contents.mapping)
+            _merge(contents, candidate.contents)
+            if name in klass.added:
+                _merge(contents, klass.added[name])
+            if not contents.kinds or candidate.contents.passed_on or name in klass.passed_on \
+                    or contents.names & candidate.method.stored:
+                unfixable.add(name)
+                continue
+            wrapper, fix = self._fix(candidate, contents, klass, name)
+            if fix is None:
+                unfixable.add(name)
+            found.append((candidate, contents, wrapper, fix))
+        for candidate, contents, wrapper, fix in found:
+            name = candidate.target.attr.value
+            what = "parameters" if contents.kinds == {PARAMETER} else "modules"
+            shape = "dict" if contents.mapping else ("tuple" if _is_tuple(candidate.value) else "list")
+            self.report(
+                candidate.target,
+                f"`self.{name}` keeps {what} in a plain {shape}: `model.to(device)`, `parameters()` (so the "
+                f"optimizer), `state_dict()` and `.train()`/`.eval()` skip them; use `{wrapper.replace('torch.', '')}`",
+                None if name in unfixable else fix,
+            )
+
+    def _fix(self, candidate: _Candidate, contents: _Contents, klass: _Class, name: str) -> tuple[str, Optional[NodeFix]]:
+        kind = PARAMETER if contents.kinds == {PARAMETER} else MODULE
+        wrapper, lacking = WRAPPERS[(contents.mapping, kind)]
+        statement = candidate.statement
+        knowable = (
+            len(contents.kinds) == 1 and not contents.other and not contents.nested
+            and not (contents.mapping and contents.bad_keys)
+            and candidate.after_init
+            and (isinstance(statement, cst.AnnAssign) or len(statement.targets) == 1)
+            and name not in klass.other_values
+            and not (klass.methods_called.get(name, set()) & lacking)
+        )
+        spelled = self.facts.spelling(wrapper) if knowable else None
+        if spelled is None:
+            return wrapper, None
+        return wrapper, NodeFix(UNSAFE, f"Wrap `self.{name}` in `{spelled}`", candidate.value,
+                                _wrapped(candidate.value, cst.parse_expression(spelled)))
+
+
+def _wrapped(value: cst.BaseExpression, wrapper: cst.BaseExpression) -> cst.Call:
+    """`[...]` -> `nn.ModuleList([...])`, `list(gen)` -> `nn.ModuleList(gen)`, `[]` -> `nn.ModuleList()`."""
+    if isinstance(value, (cst.List, cst.Dict)) and not value.elements and not value.lpar:
+        return cst.Call(func=wrapper)
+    if isinstance(value, cst.Call) and syntax.dotted_name(value.func) in ("list", "tuple") and not value.lpar:
+        return value.with_changes(func=wrapper)
+    if isinstance(value, cst.Tuple) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(func=wrapper, args=[cst.Arg(value)])
+
+
+def _is_tuple(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Tuple) or (isinstance(value, cst.Call) and syntax.dotted_name(value.func) == "tuple")
+
+
+def _valid_key(key: Optional[cst.BaseExpression]) -> bool:
+    """A key that ModuleDict takes: a string literal (or f-string) without "."."""
+    text = syntax.string_value(key) if key is not None else None
+    if text is not None:
+        return bool(text) and "." not in text
+    if isinstance(key, cst.FormattedString):
+        return all("." not in part.value for part in key.parts if isinstance(part, cst.FormattedStringText))
+    return False
+
+
+def _merge(into: _Contents, other: _Contents, nested_pairs: bool = False) -> None:
+    """Add other's items to into's (nested_pairs: other holds (key, value) pairs, for `dict(...)`)."""
+    into.kinds |= other.kinds
+    into.names |= other.names
+    into.other |= other.other
+    into.bad_keys |= other.bad_keys or nested_pairs
+    into.nested |= other.nested and not nested_pairs
