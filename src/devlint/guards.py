@@ -70,9 +70,9 @@ def has_skip_marker(defn: cst.FunctionDef | cst.ClassDef) -> bool:
     return any(is_skip_marker(d.decorator) for d in defn.decorators)
 
 
-def is_early_exit(node: cst.If) -> bool:
+def is_early_exit(node: cst.If, test_kind=cuda_test_kind) -> bool:
     """`if not torch.cuda.is_available(): return` and the like: what follows is guarded."""
-    if node.orelse is not None or cuda_test_kind(node.test) is None:
+    if node.orelse is not None or test_kind(node.test) is None:
         return False
     body = node.body
     if isinstance(body, cst.SimpleStatementSuite):
@@ -84,3 +84,16 @@ def is_early_exit(node: cst.If) -> bool:
     if isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
         return True
     return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and syntax.last_name(last.value) in EXIT_CALLS
+
+
+def handler_catches(handler: cst.ExceptHandler, exception: str) -> bool:
+    """Whether `except ...:` catches `exception` (a builtin's name): bare, `Exception`,
+    `BaseException` or that exact type, alone or in a tuple."""
+    if handler.type is None:
+        return True
+    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any(last_name(t) in ("Exception", "BaseException", exception) for t in types)
+
+
+def last_name(node: cst.BaseExpression):
+    return syntax.last_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None

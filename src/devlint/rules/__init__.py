@@ -16,6 +16,7 @@ NAMES = {
     "DEV006": "map-location-on-wrong-call",
     "DEV007": "input-device-mismatch",
     "DEV008": "numpy-on-device-tensor",
+    "DEV011": "cuda-only-api",
 }
 
 

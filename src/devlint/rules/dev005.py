@@ -37,6 +37,8 @@ class HardcodedCudaString(Rule):
         grand = path[i - 2] if i > 1 else None
         if not (placement_branch or self._used_as_device(value, parent, grand)):
             return
+        if self._in_default_device():
+            return  # `torch.set_default_device("cuda")`: DEV011 reports it
         if self.ctx[CudaGuards].is_guarded(placement_expressions_guard=False):
             return
         literal = syntax.string_value(node)
@@ -49,6 +51,12 @@ class HardcodedCudaString(Rule):
             f'Hardcoded device "{literal}" fails on machines without CUDA; take the device from the data, '
             "a parameter, or `torch.cuda.is_available()`",
             fix,
+        )
+
+    def _in_default_device(self) -> bool:
+        return any(
+            isinstance(n, cst.Call) and self.facts.resolve(n.func) == "torch.set_default_device"
+            for n in self.ctx.ancestors
         )
 
     def _used_as_device(self, value, parent, grand) -> bool:

@@ -9,6 +9,7 @@ from devlint.rules.dev005 import HardcodedCudaString
 from devlint.rules.dev006 import MapLocationOnWrongCall
 from devlint.rules.dev007 import InputDeviceMismatch
 from devlint.rules.dev008 import NumpyOnDeviceTensor
+from devlint.rules.dev011 import CudaOnlyApi
 
 ALL_RULES = (
     HardcodedCudaCall,
@@ -19,5 +20,6 @@ ALL_RULES = (
     MapLocationOnWrongCall,
     InputDeviceMismatch,
     NumpyOnDeviceTensor,
+    CudaOnlyApi,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}
