@@ -27,6 +27,8 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
                 kind = kind or PLACEMENT
             elif "cuda" in ident.lower() or "gpu" in ident.lower():
                 return AVAILABILITY
+        elif isinstance(node, cst.Call) and _starts_with_cuda(node):  # `device.startswith("cuda")`
+            return AVAILABILITY
         elif isinstance(node, cst.Comparison) and _compares_device_literal(node):
             operands = [node.left, *(t.comparator for t in node.comparisons)]
             if any(_mentions_device_attribute(o) for o in operands):
@@ -34,6 +36,25 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
             else:
                 return AVAILABILITY
     return kind
+
+
+def _starts_with_cuda(call: cst.Call) -> bool:
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "startswith" and call.args):
+        return False
+    value = syntax.string_value(call.args[0].value)
+    return value is not None and value.startswith("cuda")
+
+
+def is_cuda_check_call(node: cst.CSTNode) -> bool:
+    """A statement that calls a checker named for CUDA (`_check_device_cuda(q)`, `assert_cuda()`,
+    `require_gpu()`): like an `assert`, what follows runs only when the check passed."""
+    if not (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)):
+        return False
+    name = (syntax.last_name(node.value.func) or "").lower().lstrip("_")
+    return name.startswith(CHECK_PREFIXES) and ("cuda" in name or "gpu" in name)
+
+
+CHECK_PREFIXES = ("check", "assert", "ensure", "require", "verify")
 
 
 def _compares_device_literal(node: cst.Comparison) -> bool:

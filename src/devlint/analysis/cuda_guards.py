@@ -45,6 +45,10 @@ class CudaGuards(Analysis):
         if guards.is_early_exit(node, self.test_kind):
             self._block_guards[-1] += 1
 
+    def leave_Expr(self, node: cst.Expr) -> None:
+        if guards.is_cuda_check_call(node):
+            self._block_guards[-1] += 1
+
     def leave_Assert(self, node: cst.Assert) -> None:
         if self.test_kind(node.test) is not None:
             self._block_guards[-1] += 1
@@ -66,10 +70,25 @@ class CudaGuards(Analysis):
         if not isinstance(target, cst.Name):
             return
         scope = self._scope()
-        if guards.cuda_test_kind(value) == guards.AVAILABILITY or self._names_a_test(value):
+        if self._is_test(value):
             self._test_names.setdefault(scope, set()).add(target.value)
         if self._is_device_count(value):
             self._count_names.setdefault(scope, set()).add(target.value)
+
+    def _is_test(self, value: cst.BaseExpression) -> bool:
+        """A CUDA test as a value (`torch.cuda.is_available()`, `args.cuda`, `n_gpu > 0`, an `and`
+        holding one), not any expression that mentions CUDA (`torch.device("cuda")`, `x.cuda()`)."""
+        if isinstance(value, cst.BooleanOperation):
+            return self._is_test(value.left) or self._is_test(value.right)
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+            return self._is_test(value.expression)
+        if isinstance(value, cst.Call):
+            qualified = self.facts.resolve(value.func) or ""
+            return qualified.startswith("torch.cuda.is_") or qualified == "torch.cuda.device_count" or (
+                syntax.method_name(value) == "startswith" and guards.cuda_test_kind(value) is not None)
+        if isinstance(value, (cst.Comparison, cst.Name, cst.Attribute)):
+            return guards.cuda_test_kind(value) == guards.AVAILABILITY or self._names_a_test(value)
+        return False
 
     def _scope(self) -> Optional[cst.CSTNode]:
         frame = self.ctx.function

@@ -113,7 +113,7 @@ class CudaOnlyApi(Rule):
     def _api(self, call: cst.Call, qualified: str, exception: str, called: bool) -> None:
         last = qualified.rsplit(".", 1)[-1]
         frame = self.ctx.function
-        if frame is not None and frame.node.name.value == last:  # a method implementing this API
+        if frame is not None and frame.node.name.value in (last, "cuda"):  # implementing this API, or `.cuda()`
             return
         if self._guarded(exception):
             return
