@@ -57,7 +57,8 @@ class HardcodedCudaString(Rule):
         fix = None
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
         if value is node and as_argument and self.ctx[DeviceNames].device_in_scope():
-            fix = NodeFix(UNSAFE, f"Replace {shown or node.value} with `device`", node, cst.Name("device"))
+            choose = " (chosen with `torch.accelerator.current_accelerator()`)" if self.ctx.torch_at_least(2, 6) else ""
+            fix = NodeFix(UNSAFE, f"Replace {shown or node.value} with `device`{choose}", node, cst.Name("device"))
         if shown is None:
             what = f"Device ordinal {node.value} names the CUDA device cuda:{node.value} and fails on machines without CUDA"
         else:
