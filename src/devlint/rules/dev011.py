@@ -138,7 +138,7 @@ class CudaOnlyApi(Rule):
             return None
         torch_name = next((alias for alias, target in self.facts.aliases.items() if target == "torch"), None)
         path = self.ctx.ancestors
-        if torch_name is None or len(path) < 3:
+        if torch_name is None or len(path) < 4:
             return None
         expr, line = path[-2], path[-3]
         if not (isinstance(expr, cst.Expr) and expr.value is call and isinstance(line, cst.SimpleStatementLine)
