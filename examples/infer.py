@@ -4,6 +4,7 @@
 """
 
 import argparse
+import time
 
 import numpy as np
 import torch
@@ -29,7 +30,10 @@ def segment(weights: str, images: torch.Tensor) -> np.ndarray:
     model.to(device)
     model.eval()
     with torch.no_grad():
+        start = time.perf_counter()
         preds = model(images.to(device)).argmax(1)
+        torch.cuda.synchronize()  # wait for the GPU to finish before reading the clock
+        print(f"inference took {time.perf_counter() - start:.3f}s")
     present = preds.unique().cpu().numpy()
     print("classes present:", ", ".join(CLASS_NAMES[c] for c in present))
     return preds.numpy()

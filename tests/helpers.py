@@ -1,5 +1,6 @@
 """Running the real tools as a user would: devlint, git and pre-commit as subprocesses."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -7,13 +8,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def lint(source: str, select: tuple[str, ...] = ("DEV",)) -> list:
+TARGET_TORCH = re.compile(r"\A# target-torch: (\d+)\.(\d+)\n")
+
+
+def fixture_target(source: str):
+    """The target torch a fixture names on its first line (`# target-torch: 2.6`), or None."""
+    match = TARGET_TORCH.match(source)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def lint(source: str, select: tuple[str, ...] = ("DEV",), target_torch=None) -> list:
     """What `devlint` reports for `source` as a file of no project, with the rules `select` names:
-    the findings, through the same Linter every front end uses."""
+    the findings, through the same Linter every front end uses. The target torch is
+    `target_torch`, else the one the source names on its first line, else the default."""
     from devlint.config import Selection, Settings
     from devlint.linter import Linter
 
-    return Linter(Settings(root=Path("."), layers=[Selection(select=list(select))]), Path("m.py")).check(source)
+    settings = Settings(root=Path("."), layers=[Selection(select=list(select))],
+                        target_torch_setting=target_torch or fixture_target(source))
+    return Linter(settings, Path("m.py")).check(source)
 
 
 def devlint(*args, cwd, input=None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:

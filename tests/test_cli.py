@@ -30,6 +30,7 @@ NAMES = {
     "DEV008": "numpy-on-device-tensor",
     "DEV009": "module-in-plain-container",
     "DEV010": "discarded-move",
+    "DEV011": "cuda-only-api",
     "DEV012": "stale-device-attribute",
 }
 

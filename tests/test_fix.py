@@ -15,13 +15,13 @@ import pytest
 from devlint import engine, fixer, runner
 from devlint.config import Settings
 from devlint.linter import Linter
-from helpers import lint
+from helpers import fixture_target, lint
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 
 
 def fix(source: str, unsafe: bool = True) -> fixer.FixResult:
-    return Linter(Settings(root=Path(".")), Path("m.py")).fix(source, unsafe)
+    return Linter(Settings(root=Path("."), target_torch_setting=fixture_target(source)), Path("m.py")).fix(source, unsafe)
 
 
 def run(*args, cwd):

@@ -17,7 +17,7 @@ import pytest
 from devlint import output
 from devlint.config import Settings
 from devlint.runner import check_data
-from helpers import ROOT, devlint
+from helpers import ROOT, devlint, fixture_target
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*.py"))
 PINNED = ROOT / "tests" / "fixtures" / "fixed"
@@ -26,7 +26,8 @@ MODES = {"safe": "write", "unsafe": "unsafe-write"}
 
 
 def fixed_text(path: Path, mode: str) -> str:
-    report = check_data(path.read_bytes(), path, Settings(root=path.parent), fix=MODES[mode])
+    settings = Settings(root=path.parent, target_torch_setting=fixture_target(path.read_text(encoding="utf-8")))
+    report = check_data(path.read_bytes(), path, settings, fix=MODES[mode])
     assert report.error is None, report.error
     return report.new_data.decode() if report.new_data is not None else path.read_text(encoding="utf-8")
 
@@ -90,7 +91,8 @@ def _apply_record_edits(text: str, records: list[dict], unsafe: bool) -> str:
 
 def _fixed_by_applying_reports(path: Path, unsafe: bool) -> str:
     """Apply the reported edits, check the result again, until no applicable fix is left."""
-    settings, text = Settings(root=path.parent), path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    settings = Settings(root=path.parent, target_torch_setting=fixture_target(text))
     for _ in range(10):
         report = check_data(text.encode(), path, settings)
         new_text = _apply_record_edits(text, output.records([report]), unsafe)

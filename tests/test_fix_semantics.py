@@ -744,3 +744,52 @@ def test_dev012_fix_follows_a_later_move_of_the_module():
 
     out, noise, offset = after(x)
     assert out.device.type == noise.device.type == offset.device.type == "meta"
+
+
+# --------------------------------------------------------------------------------------------
+# DEV011: with a target torch of 2.6, the fix calls the torch.accelerator equivalent when an
+# accelerator is there; the fixed code runs on the CPU build where the original raises
+# --------------------------------------------------------------------------------------------
+
+TIMING = '''\
+import time
+
+import torch
+
+
+def timed(model, batch):
+    start = time.perf_counter()
+    out = model(batch)
+    torch.cuda.synchronize()
+    return out, time.perf_counter() - start
+
+
+def pick(index):
+    torch.cuda.set_device(index)
+    return index
+'''
+
+
+def _check_for(target):
+    return Linter(Settings(root=Path("."), target_torch_setting=target), Path("m.py")).check
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or torch.accelerator.is_available(), reason="needs a machine without an accelerator")
+def test_dev011_fixed_calls_run_where_the_originals_raise():
+    assert {f.fix is None for f in _check_for((2, 5))(TIMING) if f.code == "DEV011"} == {True}
+    result = fixer.fix_text(TIMING, _check_for((2, 6)), unsafe=True)
+    assert result.problem is None and [f.code for f in result.fixed] == ["DEV011", "DEV011"]
+    assert "torch.accelerator.synchronize()" in result.text and "torch.accelerator.set_device_index(index)" in result.text
+    model = nn.Linear(2, 2)
+    original, fixed = load_source(TIMING), load_source(result.text)
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        original["timed"](model, torch.zeros(1, 2))
+    with pytest.raises(AttributeError):
+        original["pick"](0)
+    out, _ = fixed["timed"](model, torch.zeros(1, 2))
+    assert torch.equal(out, model(torch.zeros(1, 2)))
+    assert fixed["pick"](0) == 0
+    # the bare replacement would not do: torch.accelerator raises without an accelerator too
+    with pytest.raises(RuntimeError, match="none is available"):
+        torch.accelerator.synchronize()
+    assert not [f for f in _check_for((2, 6))(result.text) if f.code == "DEV011"]

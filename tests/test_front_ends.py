@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from devlint.rules import NAMES
 from helpers import ROOT, devlint, git, pre_commit
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*.py"))
@@ -151,8 +152,6 @@ def test_sarif_structure(tmp_path):
     assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
     (run,) = log["runs"]
     rules = run["tool"]["driver"]["rules"]
-    from devlint.rules import NAMES
-
     assert [rule["id"] for rule in rules] == list(NAMES)
     assert all(rule["help"]["text"].startswith(f"# {rule['id']} {rule['name']}") for rule in rules)
     results = run["results"]

@@ -15,6 +15,7 @@ from helpers import lint
 
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix", "Fixed")
 MARKER = re.compile(r"\s*#\s*error:\s*\[[^\]]*\]")
+DOC_TARGET = re.compile(r'`target-torch = "(\d+)\.(\d+)"`')  # the target a doc's Fixed example assumes
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
@@ -51,7 +52,9 @@ def test_fixed_example_is_what_the_fix_makes_of_the_bad_one(rule):
     (bad,) = docs.code_blocks(sections["Example"])
     (fixed,) = docs.code_blocks(sections["Fixed"])
     bad = "\n".join(MARKER.sub("", line) for line in bad.splitlines()) + "\n"
-    check = Linter(Settings(root=Path(".")), Path("example.py")).check
+    target = DOC_TARGET.search(sections["Fixed"])
+    settings = Settings(root=Path("."), target_torch_setting=(int(target[1]), int(target[2])) if target else None)
+    check = Linter(settings, Path("example.py")).check
     result = fixer.fix_text(bad, check, unsafe)
     assert result.problem is None
     assert any(f.code == rule.code for f in result.fixed)

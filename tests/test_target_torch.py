@@ -231,3 +231,65 @@ def test_check_runs_with_a_target(tmp_path):
     project(tmp_path, 'target-torch = "2.6"')
     r = devlint("check", "m.py", "--no-cache", cwd=tmp_path)
     assert r.returncode == 1 and "DEV001" in r.stdout
+
+
+# --- what the target changes in the rules' advice and fixes --------------------------------------
+TARGET_SOURCE = '''\
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.index = torch.arange(dim, dtype=torch.long)
+
+
+def move(model, batch, device):
+    model.cuda()
+    torch.cuda.synchronize()
+    return batch.to("cuda")
+'''
+
+
+def _by_code(target):
+    from helpers import lint
+
+    return {f.code: f for f in lint(TARGET_SOURCE, target_torch=target)}
+
+
+def test_older_targets_keep_the_cuda_advice():
+    found = _by_code((2, 4))
+    assert "torch.accelerator" not in " ".join(f.message for f in found.values())
+    assert "register_buffer" in found["DEV004"].fix.edits[0].content
+    assert found["DEV011"].fix is None
+    assert "torch.cuda.is_available()" in found["DEV005"].message
+
+
+def test_target_2_5_writes_nn_buffer():
+    found = _by_code((2, 5))
+    assert found["DEV004"].fix.edits[0].content == "self.index = nn.Buffer(torch.arange(dim, dtype=torch.long), persistent=False)"
+    assert "nn.Buffer" in found["DEV004"].message and found["DEV011"].fix is None
+
+
+def test_target_2_6_advises_the_accelerator_api():
+    found = _by_code((2, 6))
+    for code in ("DEV001", "DEV005", "DEV011"):
+        assert "torch.accelerator" in found[code].message, code
+    for code in ("DEV001", "DEV005"):
+        assert "torch.accelerator" in found[code].fix.message, code
+    assert "torch.accelerator.synchronize()" in found["DEV011"].fix.edits[0].content
+
+
+def test_target_torch_on_the_command_line(tmp_path):
+    (tmp_path / "m.py").write_text(TARGET_SOURCE)
+    args = (sys.executable, "-m", "devlint", "--isolated", "--no-cache", "--output-format", "json", "m.py")
+    old = json.loads(subprocess.run(args, cwd=tmp_path, capture_output=True, text=True).stdout)
+    new = json.loads(subprocess.run((*args, "--target-torch", "2.6"), cwd=tmp_path, capture_output=True, text=True).stdout)
+    assert [r["code"] for r in old] == [r["code"] for r in new] == ["DEV004", "DEV001", "DEV011", "DEV005"]
+    assert not any("torch.accelerator" in r["message"] for r in old)
+    assert all("torch.accelerator" in r["message"] for r in new if r["code"] != "DEV004")
+    result = subprocess.run((*args[:-3], "--fix", "--unsafe-fixes", "--target-torch", "2.6", "m.py"), cwd=tmp_path,
+                            capture_output=True, text=True)
+    text = (tmp_path / "m.py").read_text()
+    assert "nn.Buffer(" in text and "torch.accelerator.synchronize()" in text, result.stderr

@@ -86,8 +86,9 @@ class Reported(NamedTuple):
 class Context:
     """What a rule may ask about the place the traversal is at."""
 
-    def __init__(self, facts: FileFacts) -> None:
+    def __init__(self, facts: FileFacts, target_torch: tuple[int, int] = (2, 1)) -> None:
         self.facts = facts
+        self.target_torch = target_torch  # the oldest torch the code must run on: picks fixes and advice
         self.ancestors: list[cst.CSTNode] = []  # the current node is ancestors[-1]
         self.classes: list[ClassFrame] = []
         self.functions: list[FunctionFrame] = []
@@ -105,6 +106,9 @@ class Context:
     @property
     def klass(self) -> Optional[ClassFrame]:
         return self.classes[-1] if self.classes else None
+
+    def torch_at_least(self, major: int, minor: int = 0) -> bool:
+        return self.target_torch >= (major, minor)
 
     def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
         self.findings.append(Reported(code, name, message, node, fix, tuple(self.ancestors)))

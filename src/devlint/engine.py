@@ -117,11 +117,14 @@ def could_hold_finding(source: str) -> bool:
     return PREFILTER.search(source) is not None
 
 
-def check_module(module: cst.Module, rule_classes: Iterable[type[Rule]], source: Optional[str] = None) -> list[Finding]:
+def check_module(
+    module: cst.Module, rule_classes: Iterable[type[Rule]], source: Optional[str] = None,
+    target_torch: tuple[int, int] = (2, 1),
+) -> list[Finding]:
     """Findings in a parsed module. With the `source` it was parsed from, positions cost a
-    fraction of libcst's (see `positions.py`)."""
+    fraction of libcst's (see `positions.py`). `target_torch` picks fixes and advice."""
     rule_classes = list(rule_classes)
-    ctx = Context(FileFacts(module))
+    ctx = Context(FileFacts(module), target_torch)
     for analysis in in_dependency_order(rule_classes):  # only what the selected rules need
         ctx.analyses[analysis] = analysis(ctx)
     rules = [cls(ctx) for cls in rule_classes]

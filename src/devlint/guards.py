@@ -27,6 +27,8 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
                 kind = kind or PLACEMENT
             elif "cuda" in ident.lower() or "gpu" in ident.lower():
                 return AVAILABILITY
+        elif isinstance(node, cst.Call) and _starts_with_cuda(node):  # `device.startswith("cuda")`
+            return AVAILABILITY
         elif isinstance(node, cst.Comparison) and _compares_device_literal(node):
             operands = [node.left, *(t.comparator for t in node.comparisons)]
             if any(_mentions_device_attribute(o) for o in operands):
@@ -34,6 +36,25 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
             else:
                 return AVAILABILITY
     return kind
+
+
+def _starts_with_cuda(call: cst.Call) -> bool:
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "startswith" and call.args):
+        return False
+    value = syntax.string_value(call.args[0].value)
+    return value is not None and value.startswith("cuda")
+
+
+def is_cuda_check_call(node: cst.CSTNode) -> bool:
+    """A statement that calls a checker named for CUDA (`_check_device_cuda(q)`, `assert_cuda()`,
+    `require_gpu()`): like an `assert`, what follows runs only when the check passed."""
+    if not (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)):
+        return False
+    name = (syntax.last_name(node.value.func) or "").lower().lstrip("_")
+    return name.startswith(CHECK_PREFIXES) and ("cuda" in name or "gpu" in name)
+
+
+CHECK_PREFIXES = ("check", "assert", "ensure", "require", "verify")
 
 
 def _compares_device_literal(node: cst.Comparison) -> bool:
@@ -70,9 +91,9 @@ def has_skip_marker(defn: cst.FunctionDef | cst.ClassDef) -> bool:
     return any(is_skip_marker(d.decorator) for d in defn.decorators)
 
 
-def is_early_exit(node: cst.If) -> bool:
+def is_early_exit(node: cst.If, test_kind=cuda_test_kind) -> bool:
     """`if not torch.cuda.is_available(): return` and the like: what follows is guarded."""
-    if node.orelse is not None or cuda_test_kind(node.test) is None:
+    if node.orelse is not None or test_kind(node.test) is None:
         return False
     body = node.body
     if isinstance(body, cst.SimpleStatementSuite):
@@ -84,3 +105,16 @@ def is_early_exit(node: cst.If) -> bool:
     if isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
         return True
     return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and syntax.last_name(last.value) in EXIT_CALLS
+
+
+def handler_catches(handler: cst.ExceptHandler, exception: str) -> bool:
+    """Whether `except ...:` catches `exception` (a builtin's name): bare, `Exception`,
+    `BaseException` or that exact type, alone or in a tuple."""
+    if handler.type is None:
+        return True
+    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any(last_name(t) in ("Exception", "BaseException", exception) for t in types)
+
+
+def last_name(node: cst.BaseExpression):
+    return syntax.last_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None

@@ -27,6 +27,7 @@ class Linter:
         ignored = settings.ignored_codes_for(path)
         self.rules = [r for r in settings.rules() if not ignored or most_specific(r.code, ignored) is None]
         self.line_noqa = line_noqa
+        self.settings = settings
 
     def check(self, source: str) -> list[Finding]:
         """The findings in `source`, sorted by position. Raises ParseError when it does not parse."""
@@ -34,7 +35,7 @@ class Linter:
 
         if not self.rules or not engine.could_hold_finding(source):
             return []
-        findings = engine.check_module(engine.parse(source), self.rules, source)
+        findings = engine.check_module(engine.parse(source), self.rules, source, self.settings.target_torch)
         return noqa.unsuppressed(findings, source, self.line_noqa) if findings else []
 
     def fix(self, source: str, unsafe: bool, findings: Optional[list[Finding]] = None) -> "FixResult":

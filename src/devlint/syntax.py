@@ -61,6 +61,14 @@ def is_cuda_literal(node: cst.CSTNode) -> bool:
     return value is not None and CUDA_LITERAL.fullmatch(value) is not None
 
 
+def fstring_starts_with_cuda(node: cst.CSTNode) -> bool:
+    """An f-string whose text starts with `cuda` (`f"cuda:{rank}"`)."""
+    if not isinstance(node, cst.FormattedString) or "b" in node.prefix.lower() or not node.parts:
+        return False
+    first = node.parts[0]
+    return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+
+
 def method_name(call: cst.Call) -> Optional[str]:
     """`name` for a call written `<receiver>.name(...)`."""
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None

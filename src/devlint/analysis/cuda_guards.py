@@ -5,19 +5,25 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import guards
+from devlint import guards, syntax
 from devlint.analysis.base import Analysis
 
 
 class CudaGuards(Analysis):
     """Guards by a block's earlier statements (early exits, asserts), by enclosing conditions
-    and by skip markers on enclosing functions and classes."""
+    (`if`, `while`, conditional expressions, the right operand of `and`/`or`, names bound to a
+    test), by loops over `range(torch.cuda.device_count())` and by skip markers on enclosing
+    functions and classes."""
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._block_guards: list[int] = []  # per open block: guarding statements seen so far
         self._test_kinds: dict[cst.CSTNode, Optional[str]] = {}
         self._decorator_guard: dict[cst.CSTNode, bool] = {}
+        # per scope (function node, None for the module): names bound to a CUDA test, and to
+        # `torch.cuda.device_count()`
+        self._test_names: dict[Optional[cst.CSTNode], set[str]] = {}
+        self._count_names: dict[Optional[cst.CSTNode], set[str]] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
         self._block_guards.append(0)
@@ -31,18 +37,97 @@ class CudaGuards(Analysis):
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._block_guards.pop()
 
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._test_names.pop(node, None)
+        self._count_names.pop(node, None)
+
     def leave_If(self, node: cst.If) -> None:
-        if guards.is_early_exit(node):
+        if guards.is_early_exit(node, self.test_kind):
+            self._block_guards[-1] += 1
+
+    def leave_Expr(self, node: cst.Expr) -> None:
+        if guards.is_cuda_check_call(node):
             self._block_guards[-1] += 1
 
     def leave_Assert(self, node: cst.Assert) -> None:
         if self.test_kind(node.test) is not None:
             self._block_guards[-1] += 1
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+            if len(target.elements) == len(value.elements):
+                for t, v in zip(target.elements, value.elements):
+                    self._bind(t.value, v.value)
+            return
+        if not isinstance(target, cst.Name):
+            return
+        scope = self._scope()
+        if self._is_test(value):
+            self._test_names.setdefault(scope, set()).add(target.value)
+        if self._is_device_count(value):
+            self._count_names.setdefault(scope, set()).add(target.value)
+
+    def _is_test(self, value: cst.BaseExpression) -> bool:
+        """A CUDA test as a value (`torch.cuda.is_available()`, `args.cuda`, `n_gpu > 0`, an `and`
+        holding one), not any expression that mentions CUDA (`torch.device("cuda")`, `x.cuda()`)."""
+        if isinstance(value, cst.BooleanOperation):
+            return self._is_test(value.left) or self._is_test(value.right)
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+            return self._is_test(value.expression)
+        if isinstance(value, cst.Call):
+            qualified = self.facts.resolve(value.func) or ""
+            return qualified.startswith("torch.cuda.is_") or qualified == "torch.cuda.device_count" or (
+                syntax.method_name(value) == "startswith" and guards.cuda_test_kind(value) is not None)
+        if isinstance(value, (cst.Comparison, cst.Name, cst.Attribute)):
+            return guards.cuda_test_kind(value) == guards.AVAILABILITY or self._names_a_test(value)
+        return False
+
+    def _scope(self) -> Optional[cst.CSTNode]:
+        frame = self.ctx.function
+        return frame.node if frame is not None else None
+
+    def _names_a_test(self, expr: cst.BaseExpression) -> bool:
+        bound = self._test_names.get(self._scope())
+        if not bound:
+            return False
+        attribute_names = set()
+        for node in syntax.walk_expressions(expr):
+            if isinstance(node, cst.Attribute):
+                attribute_names.add(id(node.attr))
+            elif isinstance(node, cst.Name) and id(node) not in attribute_names and node.value in bound:
+                return True
+        return False
+
+    def _is_device_count(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return self.facts.resolve(expr.func) == "torch.cuda.device_count"
+        return isinstance(expr, cst.Name) and expr.value in self._count_names.get(self._scope(), ())
+
+    def _loops_over_devices(self, loop: cst.For) -> bool:
+        """`for i in range(torch.cuda.device_count()):` (or `range(n)`, n bound to it): no
+        iteration without CUDA."""
+        it = loop.iter
+        if not (isinstance(it, cst.Call) and syntax.dotted_name(it.func) == "range"):
+            return False
+        args = syntax.positional(it)
+        stop = args[0] if len(args) == 1 else args[1] if len(args) in (2, 3) else None
+        return stop is not None and self._is_device_count(stop.value)
+
     def test_kind(self, test: cst.BaseExpression) -> Optional[str]:
         """guards.AVAILABILITY, guards.PLACEMENT or None for a condition (computed once per node)."""
         if test not in self._test_kinds:
-            self._test_kinds[test] = guards.cuda_test_kind(test)
+            kind = guards.cuda_test_kind(test)
+            if kind != guards.AVAILABILITY and self._names_a_test(test):
+                kind = guards.AVAILABILITY
+            self._test_kinds[test] = kind
         return self._test_kinds[test]
 
     def is_guarded(self, placement_expressions_guard: bool = True) -> bool:
@@ -62,9 +147,25 @@ class CudaGuards(Analysis):
                 kind = self.test_kind(parent.test)
                 if kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard):
                     return True
+            elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+                kind = self.test_kind(parent.left)
+                if kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard):
+                    return True
+            elif isinstance(parent, cst.For) and child is parent.body:
+                if self._loops_over_devices(parent):
+                    return True
             elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.decorators:
                 if parent not in self._decorator_guard:
                     self._decorator_guard[parent] = guards.has_skip_marker(parent)
                 if self._decorator_guard[parent]:
+                    return True
+        return False
+
+    def caught(self, exception: str) -> bool:
+        """Whether the current node is in the body of a `try` with a handler catching `exception`."""
+        chain = self.ctx.ancestors
+        for parent, child in zip(chain, chain[1:]):
+            if isinstance(parent, cst.Try) and child is parent.body:
+                if any(guards.handler_catches(h, exception) for h in parent.handlers):
                     return True
         return False

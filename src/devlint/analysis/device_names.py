@@ -40,4 +40,15 @@ class DeviceNames(Analysis):
         for frame, bound in zip(reversed(ctx.functions), reversed(self._bound_in_function)):
             if bound or "device" in syntax.param_names(frame.node.params):
                 return True
+            if _assigns_device(frame.node):  # a later assignment makes `device` local: unbound here
+                return False
         return self._bound_at_module_level or (bool(ctx.functions) and self.facts.module_device_bound)
+
+
+def _assigns_device(function: cst.FunctionDef) -> bool:
+    for node in syntax.walk_expressions(function):
+        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == "device" for t in node.targets):
+            return True
+        if isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name) and node.target.value == "device":
+            return True
+    return False

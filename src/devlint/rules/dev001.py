@@ -33,5 +33,13 @@ class HardcodedCudaCall(Rule):
         if not syntax.positional(node) and self.ctx[DeviceNames].device_in_scope():
             device = cst.Arg(cst.Name("device"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if node.args else cst.MaybeSentinel.DEFAULT)
             replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[device, *node.args])
-            fix = NodeFix(UNSAFE, "Replace `.cuda()` with `.to(device)`", node, replacement)
-        self.report(func.attr, "`.cuda()` hardcodes the CUDA device and fails where there is none; use `.to(device)`", fix)
+            fix = NodeFix(UNSAFE, "Replace `.cuda()` with `.to(device)`" + self._choose(), node, replacement)
+        self.report(func.attr, "`.cuda()` hardcodes the CUDA device and fails where there is none; use `.to(device)`"
+                    + self._choose(), fix)
+
+    def _choose(self) -> str:
+        """From torch 2.6, the advice names the accelerator API (CUDA, MPS, XPU and the CPU alike)."""
+        if self.ctx.torch_at_least(2, 6):
+            return (" (`device = torch.accelerator.current_accelerator()` when `torch.accelerator.is_available()`, "
+                    'else `"cpu"`)')
+        return ""

@@ -131,9 +131,23 @@ class UnregisteredTensorAttribute(Rule):
             self.report(
                 candidate.target,
                 f"`self.{name}` holds a tensor as a plain attribute, which `model.to(device)` leaves behind; "
-                f'register it with `self.register_buffer("{name}", ...)`',
-                None if existing is None or name in existing else _register_buffer_fix(candidate, name),
+                + (f"register it with `self.{name} = nn.Buffer(...)`" if self.ctx.torch_at_least(2, 5)
+                 else f'register it with `self.register_buffer("{name}", ...)`'),
+                None if existing is None or name in existing else _register_buffer_fix(candidate, name, self._buffer_class()),
             )
+
+    def _buffer_class(self) -> Optional[cst.BaseExpression]:
+        """`nn.Buffer` as this file can name it, where the target torch has it (2.5); else None."""
+        if not self.ctx.torch_at_least(2, 5):
+            return None
+        aliases = self.facts.aliases
+        for alias, target in aliases.items():
+            if target == "torch.nn":
+                return cst.Attribute(cst.Name(alias), cst.Name("Buffer"))
+        for alias, target in aliases.items():
+            if target == "torch":
+                return cst.Attribute(cst.Attribute(cst.Name(alias), cst.Name("nn")), cst.Name("Buffer"))
+        return None
 
     def _existing_attributes(self, node: cst.ClassDef, plain: set[str]) -> Optional[set[str]]:
         """Names that register_buffer would find taken: plain attributes set in methods, names
@@ -157,11 +171,19 @@ class UnregisteredTensorAttribute(Rule):
         return names
 
 
-def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
+def _register_buffer_fix(candidate: _Candidate, name: str, buffer_class: Optional[cst.BaseExpression]) -> Optional[NodeFix]:
+    """`self.register_buffer("NAME", EXPR, persistent=False)`, or with `buffer_class` (torch 2.5)
+    `self.NAME = nn.Buffer(EXPR, persistent=False)`."""
     statement = candidate.statement
     single_target = isinstance(statement, cst.AnnAssign) or len(statement.targets) == 1
     if not (candidate.after_init and single_target and candidate.single_tensor):
         return None
+    applicability = SAFE if candidate.integral else UNSAFE
+    if buffer_class is not None:
+        buffer = cst.Call(buffer_class, [cst.Arg(candidate.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                         edits.keyword_arg("persistent", cst.Name("False"))])
+        return NodeFix(applicability, f"Make `{name}` a non-persistent `nn.Buffer`", statement,
+                       statement.with_changes(value=buffer))
     call = edits.method_call(
         candidate.self_name,
         "register_buffer",
@@ -170,7 +192,6 @@ def _register_buffer_fix(candidate: _Candidate, name: str) -> Optional[NodeFix]:
     replacement = cst.Expr(call, semicolon=statement.semicolon)
     # A buffer follows `model.half()` / `model.to(torch.bfloat16)`, the plain attribute did not: only an
     # integer or bool table is sure to come out of such a cast unchanged.
-    applicability = SAFE if candidate.integral else UNSAFE
     return NodeFix(applicability, f'Register `{name}` as a non-persistent buffer', statement, replacement)
 
 

@@ -1,5 +1,7 @@
 """DEV005 hardcoded-cuda-string: a `"cuda"` literal used as a device. Doc: rules/DEV005.md;
 fixture: tests/fixtures/DEV005.py."""
+from typing import Optional
+
 import libcst as cst
 
 from devlint import guards, syntax
@@ -23,32 +25,56 @@ class HardcodedCudaString(Rule):
     requires = (CudaGuards, DeviceNames)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not syntax.is_cuda_literal(node):
-            return
+        if syntax.is_cuda_literal(node):
+            self._check(node, f'"{syntax.string_value(node)}"')
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if syntax.fstring_starts_with_cuda(node):
+            self._check(node, cst.Module([]).code_for_node(node))
+
+    def visit_Integer(self, node: cst.Integer) -> None:
+        if isinstance(self.ctx.ancestors[-2], cst.Arg):  # only an argument: `.to(0)`, `device=0`
+            self._check(node, None)
+
+    def _check(self, node: cst.BaseExpression, shown: Optional[str]) -> None:
+        """`shown`: the string as written, None for an integer ordinal."""
         path = self.ctx.ancestors
         i = len(path) - 1
         placement_branch = False
         while i > 0 and isinstance(path[i - 1], cst.IfExp) and path[i - 1].test is not path[i]:
             placement_branch |= self.ctx[CudaGuards].test_kind(path[i - 1].test) == guards.PLACEMENT
             i -= 1
-        if placement_branch and any(isinstance(n, cst.FormattedStringExpression) for n in path):
+        if placement_branch and (shown is None or any(isinstance(n, cst.FormattedStringExpression) for n in path)):
             return  # f"{'cuda' if is_cuda else 'cpu'}_time": text, not a device
         value, parent = path[i], path[i - 1] if i > 0 else None
         grand = path[i - 2] if i > 1 else None
         if not (placement_branch or self._used_as_device(value, parent, grand)):
             return
+        if self._in_default_device():
+            return  # `torch.set_default_device("cuda")`: DEV011 reports it
         if self.ctx[CudaGuards].is_guarded(placement_expressions_guard=False):
             return
-        literal = syntax.string_value(node)
         fix = None
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
         if value is node and as_argument and self.ctx[DeviceNames].device_in_scope():
-            fix = NodeFix(UNSAFE, f'Replace "{literal}" with `device`', node, cst.Name("device"))
-        self.report(
-            node,
-            f'Hardcoded device "{literal}" fails on machines without CUDA; take the device from the data, '
-            "a parameter, or `torch.cuda.is_available()`",
-            fix,
+            choose = " (chosen with `torch.accelerator.current_accelerator()`)" if self.ctx.torch_at_least(2, 6) else ""
+            fix = NodeFix(UNSAFE, f"Replace {shown or node.value} with `device`{choose}", node, cst.Name("device"))
+        if shown is None:
+            what = f"Device ordinal {node.value} names the CUDA device cuda:{node.value} and fails on machines without CUDA"
+        else:
+            what = f"Hardcoded device {shown} fails on machines without CUDA"
+        self.report(node, f"{what}; {self.advice()}", fix)
+
+    def advice(self) -> str:
+        if self.ctx.torch_at_least(2, 6):
+            return ("take the device from the data, a parameter, or `torch.accelerator.current_accelerator()` "
+                    "(when `torch.accelerator.is_available()`)")
+        return "take the device from the data, a parameter, or `torch.cuda.is_available()`"
+
+    def _in_default_device(self) -> bool:
+        return any(
+            isinstance(n, cst.Call) and self.facts.resolve(n.func) == "torch.set_default_device"
+            for n in self.ctx.ancestors
         )
 
     def _used_as_device(self, value, parent, grand) -> bool:

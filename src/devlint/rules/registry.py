@@ -11,6 +11,7 @@ from devlint.rules.dev007 import InputDeviceMismatch
 from devlint.rules.dev008 import NumpyOnDeviceTensor
 from devlint.rules.dev009 import ModuleInPlainContainer
 from devlint.rules.dev010 import DiscardedMove
+from devlint.rules.dev011 import CudaOnlyApi
 from devlint.rules.dev012 import StaleDeviceAttribute
 
 ALL_RULES = (
@@ -24,6 +25,7 @@ ALL_RULES = (
     NumpyOnDeviceTensor,
     ModuleInPlainContainer,
     DiscardedMove,
+    CudaOnlyApi,
     StaleDeviceAttribute,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}
