@@ -52,6 +52,17 @@ PASTED_KINDS = [
     "input-weight-type-mismatch",
     "numpy-on-device-tensor",
     "map-location-on-load-state-dict",
+    "cuda-not-available",
+    "invalid-device-ordinal",
+    "rnn-hidden-state-device",
+    "data-parallel-parameters-not-on-device",
+    "fake-tensor-device-propagation",
+    "generator-device",
+    "state-dict-module-prefix",
+    "autocast-without-cuda",
+    "autocast-without-cuda",
+    "pin-memory-without-accelerator",
+    "weights-only-load",
 ]
 
 
@@ -61,6 +72,14 @@ def test_pasted_error_texts_are_recognised():
     for text, kind in zip(texts, PASTED_KINDS):
         r = devlint("explain", "--isolated", "--output-format", "json", text, cwd=ROOT)
         assert [k["id"] for k in json.loads(r.stdout)["kinds"]] == [kind], text
+
+
+def test_a_kind_no_rule_checks_says_so():
+    r = devlint("explain", "--isolated", "UserWarning: 'pin_memory' argument is set as true but no accelerator is found",
+                cwd=ROOT)
+    assert r.stdout.splitlines()[:1] == ["pin-memory-without-accelerator: `pin_memory=True` on a machine without an "
+                                         "accelerator (a warning: memory is not pinned)"]
+    assert "  rules: none (the cause is not in code devlint checks)" in r.stdout.splitlines()
 
 
 def test_unknown_text_says_so():

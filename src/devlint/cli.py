@@ -452,7 +452,8 @@ def run_explain(args: argparse.Namespace) -> int:
         print(f"{kind.id}: {kind.title}")
         for cause in kind.causes:
             print(f"  - {cause}")
-        print("  rules: " + ", ".join(f"{code} {BY_CODE[code].name}" for code in kind.rules))
+        print("  rules: " + (", ".join(f"{code} {BY_CODE[code].name}" for code in kind.rules)
+                             or "none (the cause is not in code devlint checks)"))
     if result.findings:
         print("\nThe line to change, most likely first:")
         for report, finding, place in result.findings:

@@ -49,12 +49,26 @@ KINDS = (
         "cuda-not-available",
         "CUDA asked for on a machine without it",
         (r"Torch not compiled with CUDA enabled", r"Found no NVIDIA driver", r"No CUDA GPUs are available",
-         r"CUDA driver initialization failed"),
+         r"CUDA driver initialization failed", r"module 'torch\._C' has no attribute '_cuda_\w+'"),
         ("A hardcoded `.cuda()` call runs on every machine, GPU or not: use `.to(device)` with a device"
-         " chosen once (`torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`).",
+         " chosen once (`torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")`, or"
+         " `torch.accelerator.current_accelerator()` from torch 2.6, which also finds MPS and XPU).",
          "A `\"cuda\"` device string (`torch.device(\"cuda\")`, `device=\"cuda\"`, a `--device` default)"
-         " does the same: take the device from the data, a parameter, or `torch.cuda.is_available()`."),
-        ("DEV001", "DEV005"),
+         " does the same: take the device from the data, a parameter, or `torch.cuda.is_available()`.",
+         "A `torch.cuda` call that needs a GPU (`synchronize`, `set_device`, `get_device_name`, ...;"
+         " `set_device` fails with `module 'torch._C' has no attribute '_cuda_setDevice'`) outside a"
+         " `torch.cuda.is_available()` test."),
+        ("DEV001", "DEV005", "DEV011"),
+    ),
+    ErrorKind(
+        "invalid-device-ordinal",
+        "a GPU index that this machine does not have",
+        (r"invalid device ordinal",),
+        ("A hardcoded `\"cuda:1\"`, an integer device (`.to(1)`, `device=1`, `map_location=1`) or"
+         " `torch.cuda.set_device(rank)` names a GPU that exists on the machine the code was written on."
+         " Take the index from the launcher (`LOCAL_RANK`) and check it against `torch.cuda.device_count()`.",
+         "A checkpoint saved from `cuda:1` and loaded without `map_location` asks for that GPU again."),
+        ("DEV005", "DEV011", "DEV002"),
     ),
     ErrorKind(
         "input-weight-type-mismatch",
@@ -74,8 +88,52 @@ KINDS = (
          " stays on the CPU while the model's tensors are on the GPU.",
          "A tensor stored on a module as a plain attribute instead of `register_buffer` is left behind by"
          " `model.to(device)`.",
-         "An input made on the CPU is passed to a model moved to the GPU."),
-        ("DEV003", "DEV004", "DEV007", "DEV001", "DEV005"),
+         "An input, a batch from a loader or a tokenizer's output is passed to a model moved to the GPU"
+         " without being moved itself (often the labels: `criterion(model(x.to(device)), y)`).",
+         "`x.to(device)` as a statement: tensors do not move in place, the moved copy is thrown away.",
+         "Submodules kept in a plain `list`/`dict` instead of `nn.ModuleList`/`nn.ModuleDict` are not"
+         " moved by `model.to(device)`.",
+         "A `self.device` captured in `__init__` still names the old device after `model.to(other)`."),
+        ("DEV003", "DEV004", "DEV007", "DEV010", "DEV009", "DEV012", "DEV001", "DEV005"),
+    ),
+    ErrorKind(
+        "rnn-hidden-state-device",
+        "an RNN's input and hidden state on two devices",
+        (r"Input and hidden tensors are not at the same device",),
+        ("The initial hidden state is made without `device=` (`torch.zeros(layers, batch, hidden)`):"
+         " make it where the input is (`device=x.device`).",
+         "Or the input itself was never moved to the model's device, or the hidden state is made with a"
+         " `self.device` captured in `__init__`."),
+        ("DEV003", "DEV007", "DEV012"),
+    ),
+    ErrorKind(
+        "data-parallel-parameters-not-on-device",
+        "`DataParallel` over a module whose weights are not on the first GPU",
+        (r"module must have its parameters and buffers on device \S+ \(device_ids\[0\]\)",),
+        ("The model must be on `device_ids[0]` before `nn.DataParallel(model)`: move it first.",
+         "Submodules kept in a plain `list`/`dict` and tensors kept as plain attributes are not moved by"
+         " `model.to(device)`, so part of the model stays on the CPU."),
+        ("DEV009", "DEV004", "DEV001"),
+    ),
+    ErrorKind(
+        "fake-tensor-device-propagation",
+        "two devices met while tracing or compiling (torch.export, torch.compile, Torch-TensorRT)",
+        (r"Unhandled FakeTensor Device Propagation for \S+, found two different devices",),
+        ("A CPU constant inside the model: a tensor made in `forward` without `device=`, or a table kept"
+         " as a plain attribute instead of a buffer; the tracer meets it beside the GPU input.",
+         "Or an operator whose fake kernel propagates devices wrongly (seen with"
+         " `torchvision.deform_conv2d`): a newer torch / Torch-TensorRT fixes some; exporting with"
+         " `torch.export.export(..., strict=False)` first and compiling the exported program avoids others."),
+        ("DEV003", "DEV004"),
+    ),
+    ErrorKind(
+        "generator-device",
+        "a random generator on one device, the tensor asked for on another",
+        (r"Expected a '\w+' device type for generator but found '\w+'",),
+        ("`torch.rand(..., generator=g, device=...)` needs `g` on that device: a `torch.Generator()`"
+         " made without `device=` is a CPU generator. Make the generator on the tensor's device, or"
+         " draw on the CPU and move the result.",),
+        ("DEV003", "DEV005"),
     ),
     ErrorKind(
         "numpy-on-device-tensor",
@@ -83,6 +141,43 @@ KINDS = (
         (r"can't convert \S+ device type tensor to numpy", r"\.numpy\(\) is not supported for tensor subclasses"),
         ("`.numpy()` works only on CPU tensors: call `.cpu()` first (`out.detach().cpu().numpy()`).",),
         ("DEV008",),
+    ),
+    ErrorKind(
+        "state-dict-module-prefix",
+        "a checkpoint saved from `DataParallel` / `DistributedDataParallel`, loaded into a bare model",
+        (r"(Missing|Unexpected) key\(s\) in state_dict:.*\"module\.",),
+        ("The wrapper saves its model under `module.`: save `model.module.state_dict()`, or strip the"
+         " prefix when loading (`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd,"
+         " \"module.\")`).",
+         "Missing keys without that prefix can also mean submodules kept in a plain `list`/`dict`, which"
+         " `state_dict()` never saved."),
+        ("DEV009",),
+    ),
+    ErrorKind(
+        "autocast-without-cuda",
+        "autocast asked for CUDA on a machine without it (a warning: autocast is turned off)",
+        (r"User provided device_type of '\w+', but CUDA is not available",
+         r"CUDA is not available or torch_xla is imported\. Disabling autocast"),
+        ("`torch.autocast(\"cuda\")` / `torch.cuda.amp.autocast()` on a CPU-only machine silently runs"
+         " in full precision: pass the device type of the data (`torch.autocast(x.device.type)`).",),
+        (),
+    ),
+    ErrorKind(
+        "pin-memory-without-accelerator",
+        "`pin_memory=True` on a machine without an accelerator (a warning: memory is not pinned)",
+        (r"'pin_memory' argument is set as true but no accelerator is found",),
+        ("Pinned memory only helps copies to a GPU: pass `pin_memory=torch.cuda.is_available()`.",),
+        (),
+    ),
+    ErrorKind(
+        "weights-only-load",
+        "`torch.load` refused to unpickle an object (torch 2.6 and later load weights only by default)",
+        (r"Weights only load failed",),
+        ("From torch 2.6, `torch.load` defaults to `weights_only=True` and rejects pickled objects"
+         " other than tensors and plain containers. For a checkpoint you trust, pass"
+         " `weights_only=False`, or allow its classes with `torch.serialization.add_safe_globals([...])`;"
+         " keep `map_location` on the same call.",),
+        ("DEV002",),
     ),
 )
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?', re.M)
