@@ -244,6 +244,9 @@ def read_input(argument: Optional[str], stdin) -> str:
     """An argument that names a file is read; `-` or nothing reads standard input; else it is the text."""
     if argument in (None, "-"):
         return stdin.read()
-    if len(argument) < 1024 and "\n" not in argument and Path(argument).is_file():
-        return Path(argument).read_text(encoding="utf-8", errors="replace")
+    try:
+        if len(argument) < 1024 and "\n" not in argument and Path(argument).is_file():
+            return Path(argument).read_text(encoding="utf-8", errors="replace")
+    except OSError:  # not a path the system takes (a name too long, say): it is the text
+        pass
     return argument
