@@ -226,7 +226,7 @@ def test_cuda_synchronize_on_a_cpu_only_host(tmp_path):
             def forward(self, x):
                 torch.cuda.synchronize()
                 return self.proj(x).cuda()
-    """)
+    """, "--select", "DEV001")
     ((code, row, verdict),) = results
     # the stand-in plays the GPU for torch.cuda's housekeeping calls, so the run goes on
     assert (code, verdict["status"]) == ("DEV001", "confirmed")

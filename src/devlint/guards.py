@@ -25,8 +25,8 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
             ident = node.value if isinstance(node, cst.Name) else node.attr.value
             if ident == "is_cuda" and isinstance(node, cst.Attribute):  # `x.is_cuda`
                 kind = kind or PLACEMENT
-            elif "cuda" in ident.lower() or "gpu" in ident.lower():
-                return AVAILABILITY
+            elif "cuda" in ident.lower() or "gpu" in ident.lower() or ident == "device_ids":
+                return AVAILABILITY  # `device_ids`: the CUDA devices of DataParallel / DDP
         elif isinstance(node, cst.Call) and _starts_with_cuda(node):  # `device.startswith("cuda")`
             return AVAILABILITY
         elif isinstance(node, cst.Comparison) and _compares_device_literal(node):
