@@ -404,6 +404,7 @@ class ScopePlacements(Analysis):
         self._scopes: FrameState[_ScopeEvents] = FrameState(_ScopeEvents)  # by function frame; None: module level
         self._on_call: list[Callable[[ScopeScan, cst.Call], None]] = []
         self._on_operator: list[Callable[[ScopeScan, cst.CSTNode], None]] = []
+        self._on_scope_end: list[Callable[[ScopeScan], None]] = []
 
     def on_call(self, listener: Callable[[ScopeScan, cst.Call], None]) -> None:
         """Have `listener(scan, call)` called for every call of every scope that is scanned."""
@@ -412,6 +413,10 @@ class ScopePlacements(Analysis):
     def on_operator(self, listener: Callable[[ScopeScan, cst.CSTNode], None]) -> None:
         """Have `listener(scan, node)` called for every binary operation and comparison."""
         self._on_operator.append(listener)
+
+    def on_scope_end(self, listener: Callable[[ScopeScan], None]) -> None:
+        """Have `listener(scan)` called at the end of every scope that is scanned."""
+        self._on_scope_end.append(listener)
 
     def scan(self) -> Optional[ScopeScan]:
         """The scan of the current scope (call it at the scope's end), made once, and only where
@@ -458,4 +463,14 @@ class ScopePlacements(Analysis):
             self._record("operator", node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._end_scope()
         self._scopes.pop(self.ctx.function)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._end_scope()
+
+    def _end_scope(self) -> None:
+        scan = self.scan() if self._on_scope_end else None
+        if scan is not None:
+            for listener in self._on_scope_end:
+                listener(scan)

@@ -57,6 +57,7 @@ class InputDeviceMismatch(Rule):
         self._scopes: FrameState[_ScopeInputs] = FrameState(_ScopeInputs)  # by scan
         ctx[ScopePlacements].on_call(self._call)
         ctx[ScopePlacements].on_operator(self._operator)
+        ctx[ScopePlacements].on_scope_end(self._check_scope)
 
     # --- meets ---------------------------------------------------------------------------------
     def _call(self, scan: ScopeScan, call: cst.Call) -> None:
@@ -138,15 +139,8 @@ class InputDeviceMismatch(Rule):
         return module, [example] if example is not None else []
 
     # --- findings ------------------------------------------------------------------------------
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check_scope()
-
-    def leave_Module(self, node: cst.Module) -> None:
-        self._check_scope()
-
-    def _check_scope(self) -> None:
-        scan = self.ctx[ScopePlacements].scan()
-        scope = self._scopes.pop(scan) if scan is not None else None
+    def _check_scope(self, scan: ScopeScan) -> None:
+        scope = self._scopes.pop(scan)
         if scope is None:
             return
         for site, meet in scope.meets.items():

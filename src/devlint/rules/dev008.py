@@ -22,21 +22,15 @@ class NumpyOnDeviceTensor(Rule):
         super().__init__(ctx)
         self._numpy_calls: FrameState[list[cst.Call]] = FrameState(list)  # by scan
         ctx[ScopePlacements].on_call(self._call)
+        ctx[ScopePlacements].on_scope_end(self._check_scope)
 
     def _call(self, scan: ScopeScan, call: cst.Call) -> None:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and scan.placement_of(func.value) is not None:
             self._numpy_calls[scan].append(call)
 
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check_scope()
-
-    def leave_Module(self, node: cst.Module) -> None:
-        self._check_scope()
-
-    def _check_scope(self) -> None:
-        scan = self.ctx[ScopePlacements].scan()
-        for call in (self._numpy_calls.pop(scan) or []) if scan is not None else []:
+    def _check_scope(self, scan: ScopeScan) -> None:
+        for call in self._numpy_calls.pop(scan) or []:
             func = call.func
             with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
             fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,
