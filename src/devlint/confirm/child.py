@@ -30,6 +30,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from devlint import names  # imports nothing but Python
+from devlint.confirm import placement
 
 STAND_IN = "meta"
 
@@ -43,11 +44,6 @@ def _torch_callables(qualified_names) -> set:
 # The static rules' vocabulary: the child watches the calls that DEV003 flags.
 FACTORIES = _torch_callables(names.FACTORIES | {names.AS_TENSOR, names.FROM_NUMPY})
 LEGACY = _torch_callables(names.LEGACY_CONSTRUCTORS)
-# Ops where CUDA accepts CPU tensors beside device tensors (indices, copies), besides one 0-dim
-# CPU scalar in an elementwise op.
-TOLERATED = {"aten.copy_.default", "aten._to_copy.default", "aten.index.Tensor", "aten.index_put_.default",
-             "aten.index_put.default", "aten._index_put_impl_.default", "aten.lift_fresh.default",
-             "aten.masked_fill.Tensor", "aten.masked_fill_.Tensor"}
 DATA_DEPENDENT = ("cannot be called on meta tensors", "data-dependent", "meta tensors", "DynamicOutputShape")
 
 
@@ -140,6 +136,8 @@ class FunctionRecorder(TorchFunctionMode):
         if request is not None:
             row = rec.user_row()
             rec.event("cuda-request", row=row, device=request)
+        if name in placement.CHECKED_CALLS:
+            args, kwargs = _checked_call(rec, func, args, kwargs)
         result = func(*args, **kwargs)
         if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY):
             row = row if row is not None else rec.user_row()
@@ -156,7 +154,7 @@ class FunctionRecorder(TorchFunctionMode):
 
 
 class DispatchRecorder(TorchDispatchMode):
-    """CUDA's placement rule, applied by devlint to every operation."""
+    """CUDA's placement rule (devlint.confirm.placement), applied by devlint to every operation."""
 
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
@@ -167,30 +165,39 @@ class DispatchRecorder(TorchDispatchMode):
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         devices = {t.device.type for t in tensors}
         if "cpu" in devices and len(devices) > 1:
-            cpu = [t for t in tensors if t.device.type == "cpu"]
-            name = str(func)
-            pointwise = torch.Tag.pointwise in getattr(func, "tags", ())
-            tolerated = name in TOLERATED or (pointwise and len(cpu) == 1 and cpu[0].dim() == 0)
-            origins = sorted({self.rec.origin[t] for t in cpu if t in self.rec.origin})
-            target = "cuda:0"
-            self.rec.event(
-                "mix",
-                verdict="benign" if tolerated else "confirmed",
-                op=name,
-                row=self.rec.user_row(),
-                origin_rows=origins,
-                attrs=sorted({a for t in cpu for a in self.rec.attr_names.get(id(t), ())}),
-                message=(
-                    f"{name} mixes a 0-dim CPU tensor with {target} tensors, which CUDA accepts"
-                    if tolerated else
-                    f"Expected all tensors to be on the same device, but found at least two devices, {target} and cpu! "
-                    f"(in {name})"
-                ),
-            )
-            other = next(t.device for t in tensors if t.device.type != "cpu")
-            heal = lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.device.type == "cpu" else t
-            args, kwargs = tree_map(heal, args), tree_map(heal, kwargs)
+            decision = placement.decide(func, args, kwargs)
+            args, kwargs = record_mix(self.rec, str(func), decision, tensors, args, kwargs)
         return func(*args, **kwargs)
+
+
+def record_mix(rec: Recorder, op: str, decision, tensors: list, args, kwargs):
+    """Record CUDA's verdict on a mix of CPU and device tensors, and heal the arguments (the CPU
+    tensors move to the device) so that the run goes on to the next mismatch."""
+    cpu = [t for t in tensors if t.device.type == "cpu"]
+    rec.event(
+        "mix",
+        verdict="confirmed" if decision.verdict == placement.REJECTS else "benign",
+        op=op,
+        row=rec.user_row(),
+        origin_rows=sorted({rec.origin[t] for t in cpu if t in rec.origin}),
+        attrs=sorted({a for t in cpu for a in rec.attr_names.get(id(t), ())}),
+        message=decision.message or f"{op} mixes CPU and {placement.shown(next(t.device for t in tensors if t.device.type != 'cpu'))} tensors, which CUDA accepts",
+    )
+    other = next(t.device for t in tensors if t.device.type != "cpu")
+    heal = lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.device.type == "cpu" else t
+    return tree_map(heal, args), tree_map(heal, kwargs)
+
+
+def _checked_call(rec: Recorder, func, args, kwargs):
+    """Composite functions that compare devices before dispatching anything (attention, RNNs):
+    decide them here, as the dispatch recorder never sees a mixed op from them."""
+    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    devices = {t.device.type for t in tensors}
+    if "cpu" in devices and len(devices) > 1:
+        decision = placement.decide_call(func, args, kwargs)
+        if decision is not None:
+            return record_mix(rec, getattr(func, "__name__", str(func)), decision, tensors, args, kwargs)
+    return args, kwargs
 
 
 # --- building modules and inputs -----------------------------------------------------------------

@@ -1,0 +1,498 @@
+"""CUDA's placement rule as data: what CUDA accepts and rejects when tensors on the CPU meet
+tensors on the GPU, op by op, with the error text CUDA prints. Only the confirm child imports
+this module (it imports torch).
+
+Two parts:
+- `decide(func, args, kwargs)`, `decide_call(func, args, kwargs)`: the rule the stand-in applies,
+  to an aten op at dispatch, and to the few composite functions that check devices before they
+  dispatch anything (scaled_dot_product_attention, the full RNNs).
+- `TABLE`: one entry per case (a name, a callable that builds the case on a given device, CUDA's
+  verdict and message). The same callable runs on the stand-in and, where a GPU exists, on CUDA.
+
+Where the rule and the messages come from (torch 2.13; none of it was run on a GPU here):
+- "codegen": ops with a CUDA kernel and `device_check: ExactSame` (the default) in
+  `native_functions.yaml` get a generated wrapper that compares every tensor argument with the
+  first one, in schema order, no 0-dim exemption (torchgen's `gen_device_check`;
+  `c10::impl::common_device_check_failure` in `aten/src/ATen/core/adaption.cpp`). The
+  `wrapper_CUDA_...` method names below were computed with the torchgen that ships with torch
+  from its packaged yaml. Torch before about 2.6 printed the older form `... found at least two
+  devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)`.
+- "TensorIterator": `device_check: NoCheck` elementwise ops; `TensorIteratorBase::compute_types`
+  takes the first non-CPU device as the common one and allows one 0-dim CPU input when the op
+  allows CPU scalars (binary ops, lerp); a second one is "Trying to pass too many CPU scalars to
+  non-CPU kernel!".
+- Own checks quoted from the torch sources (strings present in libtorch): indexing
+  (`check_indices_on_cpu_or_selfdevice`, TensorAdvancedIndexing.cpp), `masked_fill__cuda`,
+  `where` (moves 0-dim CPU operands to the device), convolution
+  (`check_input_same_type_as_parameters`, Convolution.cpp), RNNs (`check_attributes`,
+  RNN.cpp), scaled_dot_product_attention (`validate_sdpa_input`, sdp_utils).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+import torch.nn.functional as F
+from torch.utils._pytree import tree_flatten
+
+STAND_IN = "meta"
+ACCEPTS, REJECTS = "accepts", "rejects"
+
+SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices, {device} and cpu!"
+TOO_MANY_SCALARS = "Trying to pass too many CPU scalars to non-CPU kernel!"
+CODEGEN = ("Expected all tensors to be on the same device, but got {arg} is on {bad}, different from other "
+           "tensors on {common} (when checking argument in method {method})")
+INDICES = "indices should be either on cpu or on the same device as the indexed tensor ({self})"
+MASK = "expected self and mask to be on the same device, but got mask on {mask} and self on {self}"
+CONV = "Input type ({input}) and weight type ({weight}) should be the same"
+CONV_ONEDNN = " or input should be a MKLDNN tensor and weight is a dense tensor"
+RNN = "Input and {name} tensors are not at the same device, found input tensor at {input} and {name} tensor at {other}"
+SDPA = ("Expected query, key, and value to have the same device type, but got query.device: {q} "
+        "key.device: {k} and value.device: {v} instead.")
+
+# aten ops whose CUDA kernel runs the generated same-device check, with the wrapper's name.
+CODEGEN_METHODS = {
+    "mm": "wrapper_CUDA_mm", "addmm": "wrapper_CUDA_addmm", "bmm": "wrapper_CUDA_bmm",
+    "baddbmm": "wrapper_CUDA_baddbmm", "dot": "wrapper_CUDA__dot", "vdot": "wrapper_CUDA__vdot",
+    "addmv": "wrapper_CUDA_addmv", "addmv_": "wrapper_CUDA_addmv_", "index_select": "wrapper_CUDA__index_select", "gather": "wrapper_CUDA_gather",
+    "scatter.src": "wrapper_CUDA_scatter_src", "scatter.value": "wrapper_CUDA_scatter_value",
+    "scatter_add": "wrapper_CUDA_scatter_add", "scatter_reduce.two": "wrapper_CUDA_scatter_reduce_two",
+    "index_add": "wrapper_CUDA_index_add", "index_copy": "wrapper_CUDA_index_copy", "take": "wrapper_CUDA__take",
+    "_embedding_bag": "wrapper_CUDA___embedding_bag",
+    "_embedding_bag_forward_only": "wrapper_CUDA___embedding_bag_forward_only",
+    "isin.Tensor_Tensor": "wrapper_CUDA_isin_Tensor_Tensor", "isin.Tensor_Scalar": "wrapper_CUDA_isin_Tensor_Scalar",
+    "isin.Scalar_Tensor": "wrapper_CUDA_isin_Scalar_Tensor",
+    "native_layer_norm": "wrapper_CUDA__native_layer_norm", "native_batch_norm": "wrapper_CUDA__native_batch_norm",
+    "_native_batch_norm_legit": "wrapper_CUDA___native_batch_norm_legit",
+    "_native_batch_norm_legit.no_stats": "wrapper_CUDA_no_stats__native_batch_norm_legit",
+    "_batch_norm_with_update": "wrapper_CUDA___batch_norm_with_update",
+    "cudnn_batch_norm": "wrapper_CUDA__cudnn_batch_norm", "native_group_norm": "wrapper_CUDA__native_group_norm",
+    "cat": "wrapper_CUDA_cat", "nll_loss_forward": "wrapper_CUDA_nll_loss_forward",
+    "nll_loss2d_forward": "wrapper_CUDA__nll_loss2d_forward",
+    "masked_scatter_": "wrapper_CUDA__masked_scatter_", "masked_select": "wrapper_CUDA__masked_select",
+    "_thnn_fused_lstm_cell": "wrapper_CUDA___thnn_fused_lstm_cell",
+    "_thnn_fused_gru_cell": "wrapper_CUDA___thnn_fused_gru_cell",
+    "_scaled_dot_product_efficient_attention": "wrapper_CUDA___scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention": "wrapper_CUDA___scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention": "wrapper_CUDA___scaled_dot_product_cudnn_attention",
+    "searchsorted.Tensor": "wrapper_CUDA_Tensor_searchsorted", "bucketize.Tensor": "wrapper_CUDA_Tensor_bucketize",
+    "clamp.Tensor": "wrapper_CUDA_clamp_Tensor", "_log_softmax": "wrapper_CUDA__log_softmax",
+    "_softmax": "wrapper_CUDA__softmax", "cudnn_convolution": "wrapper_CUDA__cudnn_convolution",
+    "histc": "wrapper_CUDA__histc", "bincount": "wrapper_CUDA__bincount", "_cdist_forward": "wrapper_CUDA___cdist_forward",
+}
+# Composite-explicit ops the stand-in sees whole, where CUDA checks inside the op they call.
+AS_OP = {"masked_scatter": "masked_scatter_", "embedding": "index_select", "mv": "addmv_", "stack": "cat"}
+COPIES = {"copy_", "_to_copy", "lift_fresh", "lift_fresh_copy", "_copy_from", "_copy_from_and_resize", "to"}
+INDEXING = {"index", "_unsafe_index", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index_put"}
+MASKED_FILL = {"masked_fill", "masked_fill_"}
+CONVOLUTIONS = {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                "conv_transpose2d", "conv_transpose3d", "convolution_overrideable"}
+# TensorIterator ops outside the pointwise tag that allow one CPU scalar (binary-op builders, lerp)
+CPU_SCALAR_OPS = {"lerp", "lerp_", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str  # ACCEPTS or REJECTS
+    message: str
+
+
+def _is_cpu(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == "cpu"
+
+
+def _is_device(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type != "cpu"
+
+
+def shown(device: torch.device) -> str:
+    """A device as CUDA's message would print it: the stand-in plays cuda:0."""
+    return "cuda:0" if device.type == STAND_IN else str(device)
+
+
+def legacy_type(t: torch.Tensor) -> str:
+    """`torch.cuda.FloatTensor`, as `Tensor.type()` prints it on CUDA."""
+    name = torch.zeros((), dtype=t.dtype).type().split(".", 1)[1]
+    return f"torch.{name}" if t.device.type == "cpu" else f"torch.cuda.{name}"
+
+
+def op_names(func) -> tuple[str, str]:
+    """aten.scatter.src -> ("scatter", "scatter.src"); aten.mm.default -> ("mm", "mm")."""
+    schema = func._schema
+    base = schema.name.split("::", 1)[-1]
+    return base, f"{base}.{schema.overload_name}" if schema.overload_name else base
+
+
+def _schema_tensors(func, args, kwargs) -> list[tuple[str, torch.Tensor]]:
+    """Tensor arguments in schema order (lists flattened), each with its argument's name."""
+    out = []
+    for i, arg in enumerate(func._schema.arguments):
+        value = args[i] if i < len(args) else kwargs.get(arg.name)
+        for t in (value if isinstance(value, (list, tuple)) else [value]):
+            if isinstance(t, torch.Tensor):
+                out.append((arg.name, t))
+    return out
+
+
+def codegen_check(named: list[tuple[str, torch.Tensor]], method: str) -> Optional[Decision]:
+    """The generated wrapper's check: each tensor against the first one's device."""
+    common = None
+    for name, t in named:
+        if common is None:
+            common = t.device
+        elif t.device != common:
+            return Decision(REJECTS, CODEGEN.format(arg=name, bad=shown(t.device), common=shown(common), method=method))
+    return None
+
+
+def _iterator_check(tensors: list[torch.Tensor], cpu_scalars: int) -> Decision:
+    """TensorIterator: `cpu_scalars` 0-dim CPU inputs are allowed beside device tensors."""
+    device = next(t.device for t in tensors if _is_device(t))
+    scalars = [t for t in tensors if _is_cpu(t) and t.dim() == 0]
+    if any(_is_cpu(t) and t.dim() != 0 for t in tensors):
+        return Decision(REJECTS, SAME_DEVICE.format(device=shown(device)))
+    if len(scalars) > cpu_scalars:
+        return Decision(REJECTS, TOO_MANY_SCALARS if cpu_scalars else SAME_DEVICE.format(device=shown(device)))
+    return Decision(ACCEPTS, f"{len(scalars)} 0-dim CPU tensor(s) beside {shown(device)} tensors, which CUDA accepts")
+
+
+def decide(func, args, kwargs) -> Decision:
+    """CUDA's verdict for an aten op whose tensor arguments are on the CPU and on a device."""
+    base, full = op_names(func)
+    named = _schema_tensors(func, args, kwargs)
+    tensors = [t for _, t in named] or [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    device = next(t.device for t in tensors if _is_device(t))
+    if base in COPIES:
+        return Decision(ACCEPTS, f"{full} copies between the CPU and {shown(device)}, which CUDA does")
+    if base in INDEXING:
+        return _indexing(base, args)
+    if base in MASKED_FILL:
+        self, mask = args[0], args[1]
+        if self.device != mask.device:
+            return Decision(REJECTS, MASK.format(mask=shown(mask.device), self=shown(self.device)))
+        value = args[2] if len(args) > 2 else None
+        if _is_cpu(value) and value.dim() == 0:
+            return Decision(ACCEPTS, f"a 0-dim CPU value in {full}, which CUDA reads as a number")
+        return Decision(REJECTS, SAME_DEVICE.format(device=shown(device)))
+    if base == "where":
+        # where_self_out moves every 0-dim CPU operand to the output's device
+        return _iterator_check(tensors, cpu_scalars=len(tensors))
+    if base in CONVOLUTIONS:
+        return _convolution(args)
+    if full in AS_OP or base in AS_OP:
+        target = AS_OP.get(full, AS_OP.get(base))
+        if target == "index_select":  # embedding(weight, indices) is weight.index_select(0, indices)
+            named = [("self", args[0]), ("index", args[1])]
+        elif target == "addmv_":  # mv(self, vec) is addmv_(empty like self, self, vec)
+            named = [("self", args[0]), ("mat", args[0]), ("vec", args[1])]
+        return codegen_check(named, CODEGEN_METHODS[target]) or Decision(ACCEPTS, "")
+    method = CODEGEN_METHODS.get(full) or CODEGEN_METHODS.get(base)
+    if method is not None:
+        return codegen_check(named, method) or Decision(ACCEPTS, f"{full}: every tensor on one device")
+    if torch.Tag.pointwise in getattr(func, "tags", ()) or base in CPU_SCALAR_OPS:
+        return _iterator_check(tensors, cpu_scalars=1)
+    # not in the table: CUDA's general rule, no exemption outside elementwise ops
+    return Decision(REJECTS, SAME_DEVICE.format(device=shown(device)) + f" (in {func})")
+
+
+def _indexing(base: str, args) -> Decision:
+    self, indices = args[0], [t for t in args[1] if isinstance(t, torch.Tensor)]
+    if _is_cpu(self):
+        if any(_is_device(t) for t in indices):
+            return Decision(REJECTS, INDICES.format(self="cpu"))
+        values = args[2] if base not in ("index", "_unsafe_index") and len(args) > 2 else None
+        if _is_device(values) and values.numel() != 1:
+            # the put runs on the value's device: TensorIterator meets the CPU tensor
+            return Decision(REJECTS, SAME_DEVICE.format(device=shown(values.device)))
+        return Decision(ACCEPTS, "a one-element device value put into a CPU tensor, which CUDA copies")
+    values = args[2] if base not in ("index", "_unsafe_index") and len(args) > 2 else None
+    if _is_cpu(values) and not (values.dim() == 0 and values.numel() == 1):
+        return Decision(REJECTS, SAME_DEVICE.format(device=shown(self.device)))
+    return Decision(ACCEPTS, f"CPU indices into a {shown(self.device)} tensor, which CUDA copies to the device")
+
+
+def _convolution(args) -> Decision:
+    x, weight = args[0], args[1]
+    bias = args[2] if len(args) > 2 and isinstance(args[2], torch.Tensor) else None
+    if x.device == weight.device and (bias is None or bias.device == x.device):
+        return Decision(ACCEPTS, "")
+    other, kind = (weight, "weight") if x.device != weight.device else (bias, "bias")
+    text = CONV.format(input=legacy_type(x), weight=legacy_type(other)).replace("weight type", f"{kind} type")
+    # a CPU float input picks the oneDNN backend, whose check says more
+    if x.device.type == "cpu" and x.dtype == torch.float32 and torch.backends.mkldnn.is_available():
+        text += CONV_ONEDNN.replace("weight is", f"{kind} is")
+    return Decision(REJECTS, text)
+
+
+# --- composite functions that check devices before they dispatch ------------------------------
+RNN_FUNCTIONS = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
+CHECKED_CALLS = RNN_FUNCTIONS | {"scaled_dot_product_attention"}  # names the function recorder hands to decide_call
+
+
+def decide_call(func, args, kwargs) -> Optional[Decision]:
+    """CUDA's verdict for a torch function that checks devices itself, before any aten op."""
+    name = getattr(func, "__name__", "")
+    if name == "scaled_dot_product_attention":
+        q, k, v = (args + tuple(kwargs.get(n) for n in ("query", "key", "value")[len(args):]))[:3]
+        if all(isinstance(t, torch.Tensor) for t in (q, k, v)) and not (q.device == k.device == v.device):
+            return Decision(REJECTS, SDPA.format(q=shown(q.device), k=shown(k.device), v=shown(v.device)))
+        return None
+    # lstm(input, hx, params, has_biases, ...); the packed form has params fourth
+    if name in RNN_FUNCTIONS and len(args) >= 4 and isinstance(args[0], torch.Tensor) \
+            and isinstance(args[2], (list, tuple)) and not isinstance(args[3], (list, tuple)):
+        x = args[0]
+        hidden = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+        for label, group in (("hidden", hidden), ("parameter", list(args[2]))):
+            for t in group:
+                if isinstance(t, torch.Tensor) and t.device != x.device:
+                    return Decision(REJECTS, RNN.format(name=label, input=shown(x.device), other=shown(t.device)))
+    return None
+
+
+# --- the table ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    family: str
+    build: Callable[[str], Any]  # runs the case with device tensors on the given device
+    verdict: str  # CUDA's: ACCEPTS or REJECTS
+    message: str  # CUDA's text for a rejection, "" for an acceptance
+    source: str
+
+
+def _d(device, *shape, dtype=torch.float32):
+    return torch.zeros(*shape, dtype=dtype, device=device)
+
+
+def _c(*shape, dtype=torch.float32):
+    return torch.zeros(*shape, dtype=dtype)
+
+
+def _long(device, n=2):
+    return torch.zeros(n, dtype=torch.long, device=device)
+
+
+def _cg(arg, method, bad="cpu", common="cuda:0"):
+    return CODEGEN.format(arg=arg, bad=bad, common=common, method=method)
+
+
+def _lstm(device, hx_on_cpu):
+    lstm = torch.nn.LSTM(4, 4).to(device)
+    h = (_c(1, 2, 4), _c(1, 2, 4)) if hx_on_cpu else (_d(device, 1, 2, 4), _d(device, 1, 2, 4))
+    return lstm(_d(device, 3, 2, 4), h)
+
+
+def _mha(device):
+    mha = torch.nn.MultiheadAttention(4, 1).to(device)
+    q = _d(device, 3, 2, 4)
+    return mha(q, _c(3, 2, 4), _c(3, 2, 4))
+
+
+SD = SAME_DEVICE.format(device="cuda:0")
+TABLE: list[Entry] = [
+    # elementwise
+    Entry("add: 1-d CPU tensor", "elementwise", lambda d: _d(d, 4) + _c(4), REJECTS, SD, "TensorIterator"),
+    Entry("add: 0-dim CPU tensor", "elementwise", lambda d: _d(d, 4) + _c(()), ACCEPTS, "", "TensorIterator"),
+    Entry("mul: 0-dim CPU tensor first", "elementwise", lambda d: _c(()) * _d(d, 4), ACCEPTS, "", "TensorIterator"),
+    Entry("add_: 1-d CPU tensor in place", "elementwise", lambda d: _d(d, 4).add_(_c(4)), REJECTS, SD, "TensorIterator"),
+    Entry("maximum: 0-dim CPU tensor", "elementwise", lambda d: torch.maximum(_d(d, 4), _c(())), ACCEPTS, "", "TensorIterator"),
+    Entry("lerp: 0-dim CPU weight", "elementwise", lambda d: torch.lerp(_d(d, 4), _d(d, 4), _c(())), ACCEPTS, "",
+          "TensorIterator (lerp allows CPU scalars)"),
+    Entry("lerp: 0-dim CPU end and weight", "elementwise", lambda d: torch.lerp(_d(d, 4), _c(()), _c(())), REJECTS,
+          TOO_MANY_SCALARS, "TensorIterator: at most one CPU scalar"),
+    Entry("addcmul: 1-d CPU tensor1", "elementwise", lambda d: torch.addcmul(_d(d, 4), _c(4), _d(d, 4)), REJECTS, SD,
+          "TensorIterator"),
+    Entry("addcmul: two 0-dim CPU tensors", "elementwise", lambda d: torch.addcmul(_d(d, 4), _c(()), _c(())), REJECTS,
+          TOO_MANY_SCALARS, "TensorIterator: at most one CPU scalar"),
+    Entry("clamp: 0-dim CPU min tensor", "elementwise", lambda d: torch.clamp(_d(d, 4), min=_c(())), REJECTS,
+          _cg("min", "wrapper_CUDA_clamp_Tensor"), "codegen (clamp.Tensor has device_check ExactSame)"),
+    Entry("where: 0-dim CPU other", "where", lambda d: torch.where(_d(d, 4, dtype=torch.bool), _d(d, 4), _c(())),
+          ACCEPTS, "", "where_self_out moves 0-dim CPU operands"),
+    Entry("where: 0-dim CPU condition and other", "where",
+          lambda d: torch.where(_c((), dtype=torch.bool), _d(d, 4), _c(())), ACCEPTS, "", "where_self_out"),
+    Entry("where: 1-d CPU other", "where", lambda d: torch.where(_d(d, 4, dtype=torch.bool), _d(d, 4), _c(4)),
+          REJECTS, SD, "TensorIterator"),
+    Entry("where: 1-d CPU condition", "where", lambda d: torch.where(_c(4, dtype=torch.bool), _d(d, 4), _d(d, 4)),
+          REJECTS, SD, "TensorIterator"),
+    Entry("matmul of a 2-d tensor: 0-dim CPU scalar is not elementwise", "elementwise",
+          lambda d: torch.mm(_d(d, 2, 2), _c(2, 2)), REJECTS, _cg("mat2", "wrapper_CUDA_mm"), "codegen"),
+    # copies
+    Entry("copy_: CPU source into a device tensor", "copy", lambda d: _d(d, 4).copy_(_c(4)), ACCEPTS, "", "copy_"),
+    Entry("to: CPU tensor to the device", "copy", lambda d: _c(4).to(d), ACCEPTS, "", "_to_copy"),
+    # indexing
+    Entry("index: CPU indices into a device tensor", "index", lambda d: _d(d, 4)[_c(2, dtype=torch.long)], ACCEPTS,
+          "", "AdvancedIndex moves indices to the indexed tensor's device"),
+    Entry("index: CPU bool mask into a device tensor", "index", lambda d: _d(d, 4)[_c(4, dtype=torch.bool)],
+          ACCEPTS, "", "AdvancedIndex"),
+    Entry("index: device indices into a CPU tensor", "index", lambda d: _c(4)[_long(d)], REJECTS,
+          INDICES.format(self="cpu"), "check_indices_on_cpu_or_selfdevice"),
+    Entry("index: device bool mask into a CPU tensor", "index", lambda d: _c(4)[_d(d, 4, dtype=torch.bool)], REJECTS,
+          INDICES.format(self="cpu"), "check_indices_on_cpu_or_selfdevice"),
+    Entry("index_put_: CPU indices into a device tensor", "index",
+          lambda d: _d(d, 4).index_put_((_c(2, dtype=torch.long),), _d(d, 2)), ACCEPTS, "", "_index_put_impl_"),
+    Entry("index_put_: 1-d CPU values into a device tensor", "index",
+          lambda d: _d(d, 4).index_put_((_long(d),), _c(2)), REJECTS, SD, "make_index_put_iterator (TensorIterator)"),
+    Entry("index_put_: device indices into a CPU tensor", "index",
+          lambda d: _c(4).index_put_((_long(d),), _c(2)), REJECTS, INDICES.format(self="cpu"),
+          "check_indices_on_cpu_or_selfdevice"),
+    Entry("index_put_: device values into a CPU tensor", "index",
+          lambda d: _c(4).index_put_((_c(2, dtype=torch.long),), _d(d, 2)), REJECTS, SD,
+          "the put runs on the value's device (TensorIterator)"),
+    # masked ops
+    Entry("masked_fill: CPU mask on a device tensor", "masked", lambda d: _d(d, 4).masked_fill(_c(4, dtype=torch.bool), 1.0),
+          REJECTS, MASK.format(mask="cpu", self="cuda:0"), "masked_fill__cuda"),
+    Entry("masked_fill: device mask on a CPU tensor", "masked", lambda d: _c(4).masked_fill(_d(d, 4, dtype=torch.bool), 1.0),
+          REJECTS, MASK.format(mask="cuda:0", self="cpu"), "masked_fill__cuda"),
+    Entry("masked_fill: 0-dim CPU value tensor", "masked",
+          lambda d: _d(d, 4).masked_fill(_d(d, 4, dtype=torch.bool), _c(())), ACCEPTS, "", "masked_fill__cuda (value.item())"),
+    Entry("masked_scatter: CPU mask", "masked",
+          lambda d: _d(d, 4).masked_scatter(_c(4, dtype=torch.bool), _d(d, 4)), REJECTS,
+          _cg("mask", "wrapper_CUDA__masked_scatter_"), "codegen"),
+    Entry("masked_select: CPU mask", "masked", lambda d: torch.masked_select(_d(d, 4), _c(4, dtype=torch.bool)),
+          REJECTS, _cg("mask", "wrapper_CUDA__masked_select"), "codegen"),
+    # gather/scatter family
+    Entry("index_select: CPU index", "gather", lambda d: _d(d, 4).index_select(0, _c(2, dtype=torch.long)), REJECTS,
+          _cg("index", "wrapper_CUDA__index_select"), "codegen"),
+    Entry("index_select: device index into a CPU tensor", "gather", lambda d: _c(4).index_select(0, _long(d)),
+          REJECTS, _cg("index", "wrapper_CUDA__index_select", bad="cuda:0", common="cpu"), "codegen"),
+    Entry("gather: CPU index", "gather", lambda d: torch.gather(_d(d, 4), 0, _c(2, dtype=torch.long)), REJECTS,
+          _cg("index", "wrapper_CUDA_gather"), "codegen"),
+    Entry("scatter: CPU index", "gather", lambda d: _d(d, 4).scatter(0, _c(2, dtype=torch.long), _d(d, 2)), REJECTS,
+          _cg("index", "wrapper_CUDA_scatter_src"), "codegen"),
+    Entry("index_add: CPU index", "gather", lambda d: _d(d, 4).index_add(0, _c(2, dtype=torch.long), _d(d, 2)),
+          REJECTS, _cg("index", "wrapper_CUDA_index_add"), "codegen"),
+    Entry("take: CPU index", "gather", lambda d: torch.take(_d(d, 4), _c(2, dtype=torch.long)), REJECTS,
+          _cg("index", "wrapper_CUDA__take"), "codegen"),
+    Entry("isin: CPU test elements", "gather", lambda d: torch.isin(_d(d, 4), _c(2)), REJECTS,
+          _cg("test_elements", "wrapper_CUDA_isin_Tensor_Tensor"), "codegen"),
+    # embeddings
+    Entry("embedding: CPU ids into a device table", "embedding",
+          lambda d: F.embedding(_c(2, 3, dtype=torch.long), _d(d, 10, 4)), REJECTS,
+          _cg("index", "wrapper_CUDA__index_select"), "embedding is weight.index_select(0, ids); codegen"),
+    Entry("embedding: 0-dim CPU id into a device table", "embedding",
+          lambda d: F.embedding(_c((), dtype=torch.long), _d(d, 10, 4)), REJECTS,
+          _cg("index", "wrapper_CUDA__index_select"), "codegen: no 0-dim exemption"),
+    Entry("embedding_bag: CPU ids and offsets", "embedding",
+          lambda d: F.embedding_bag(_c(4, dtype=torch.long), _d(d, 10, 4), _c(2, dtype=torch.long)), REJECTS,
+          _cg("indices", "wrapper_CUDA___embedding_bag_forward_only"),
+          "codegen (without grad, embedding_bag runs _embedding_bag_forward_only)"),
+    # matmul family
+    Entry("mm: CPU mat2", "matmul", lambda d: torch.mm(_d(d, 2, 3), _c(3, 2)), REJECTS, _cg("mat2", "wrapper_CUDA_mm"),
+          "codegen"),
+    Entry("addmm: CPU mat1", "matmul", lambda d: torch.addmm(_d(d, 2), _c(2, 3), _d(d, 3, 2)), REJECTS,
+          _cg("mat1", "wrapper_CUDA_addmm"), "codegen"),
+    Entry("linear: CPU input into a device Linear", "matmul", lambda d: torch.nn.Linear(3, 2).to(d)(_c(4, 3)), REJECTS,
+          _cg("mat1", "wrapper_CUDA_addmm"), "linear is addmm(bias, input, weight.t()); codegen"),
+    Entry("bmm: CPU mat2", "matmul", lambda d: torch.bmm(_d(d, 2, 2, 3), _c(2, 3, 2)), REJECTS,
+          _cg("mat2", "wrapper_CUDA_bmm"), "codegen"),
+    Entry("baddbmm: CPU batch1", "matmul", lambda d: torch.baddbmm(_d(d, 2, 2, 2), _c(2, 2, 3), _d(d, 2, 3, 2)),
+          REJECTS, _cg("batch1", "wrapper_CUDA_baddbmm"), "codegen"),
+    Entry("matmul: CPU right operand", "matmul", lambda d: torch.matmul(_d(d, 2, 3), _c(3, 2)), REJECTS,
+          _cg("mat2", "wrapper_CUDA_mm"), "matmul of 2-d tensors is mm; codegen"),
+    Entry("dot: CPU tensor", "matmul", lambda d: torch.dot(_d(d, 3), _c(3)), REJECTS, _cg("tensor", "wrapper_CUDA__dot"),
+          "codegen"),
+    Entry("mv: CPU vector", "matmul", lambda d: torch.mv(_d(d, 2, 3), _c(3)), REJECTS, _cg("vec", "wrapper_CUDA_addmv_"),
+          "mv is addmv_(out, self, vec); codegen"),
+    # convolution
+    Entry("conv2d: CPU input into device weights", "convolution",
+          lambda d: F.conv2d(_c(2, 3, 8, 8), _d(d, 4, 3, 3, 3)), REJECTS,
+          CONV.format(input="torch.FloatTensor", weight="torch.cuda.FloatTensor") + CONV_ONEDNN,
+          "Convolution.cpp check_input_same_type_as_parameters (oneDNN form for a CPU float input)"),
+    Entry("conv2d: device input into CPU weights", "convolution",
+          lambda d: F.conv2d(_d(d, 2, 3, 8, 8), _c(4, 3, 3, 3)), REJECTS,
+          CONV.format(input="torch.cuda.FloatTensor", weight="torch.FloatTensor"),
+          "Convolution.cpp check_input_same_type_as_parameters"),
+    # norms
+    Entry("layer_norm: CPU weight", "norm", lambda d: F.layer_norm(_d(d, 2, 4), (4,), _c(4), _d(d, 4)), REJECTS,
+          _cg("weight", "wrapper_CUDA__native_layer_norm"), "codegen"),
+    Entry("batch_norm: CPU running stats", "norm",
+          lambda d: F.batch_norm(_d(d, 2, 3), _c(3), _c(3), _d(d, 3), _d(d, 3), training=False), REJECTS,
+          _cg("running_mean", "wrapper_CUDA__cudnn_batch_norm"),
+          "codegen; the method depends on the path (cudnn_batch_norm with cuDNN, native_batch_norm without)"),
+    Entry("group_norm: CPU weight", "norm", lambda d: F.group_norm(_d(d, 2, 4, 3), 2, _c(4), _d(d, 4)), REJECTS,
+          _cg("weight", "wrapper_CUDA__native_group_norm"), "codegen"),
+    # recurrent
+    Entry("LSTM: CPU hidden state", "rnn", lambda d: _lstm(d, hx_on_cpu=True), REJECTS,
+          RNN.format(name="hidden", input="cuda:0", other="cpu"), "RNN.cpp check_attributes"),
+    Entry("LSTMCell: CPU hidden state", "rnn",
+          lambda d: torch.nn.LSTMCell(4, 4).to(d)(_d(d, 2, 4), (_c(2, 4), _c(2, 4))), REJECTS,
+          _cg("mat1", "wrapper_CUDA_addmm"), "the cell's hidden linear is addmm(b_hh, hx, w_hh.t()); codegen"),
+    Entry("GRUCell: CPU hidden state", "rnn", lambda d: torch.nn.GRUCell(4, 4).to(d)(_d(d, 2, 4), _c(2, 4)), REJECTS,
+          _cg("mat1", "wrapper_CUDA_addmm"), "as LSTMCell"),
+    # attention
+    Entry("scaled_dot_product_attention: CPU key", "attention",
+          lambda d: F.scaled_dot_product_attention(_d(d, 1, 2, 3, 4), _c(1, 2, 3, 4), _d(d, 1, 2, 3, 4)), REJECTS,
+          SDPA.format(q="cuda:0", k="cpu", v="cuda:0"), "validate_sdpa_input"),
+    Entry("MultiheadAttention: CPU key and value", "attention", _mha, REJECTS, _cg("mat1", "wrapper_CUDA_addmm"),
+          "multi_head_attention_forward projects key with linear (3-d input with bias: addmm); codegen"),
+    # cat / stack
+    Entry("cat: CPU tensor", "cat", lambda d: torch.cat([_d(d, 2), _c(2)]), REJECTS, _cg("tensors", "wrapper_CUDA_cat"),
+          "codegen"),
+    Entry("cat: 0-dim-like 1-element CPU tensor", "cat", lambda d: torch.cat([_d(d, 2), _c(1)]), REJECTS,
+          _cg("tensors", "wrapper_CUDA_cat"), "codegen"),
+    Entry("stack: CPU tensor", "cat", lambda d: torch.stack([_d(d, 2), _c(2)]), REJECTS,
+          _cg("tensors", "wrapper_CUDA_cat"), "stack is cat of unsqueezed tensors; codegen"),
+    # losses
+    Entry("cross_entropy: CPU target", "loss",
+          lambda d: F.cross_entropy(_d(d, 2, 5), _c(2, dtype=torch.long)), REJECTS,
+          _cg("target", "wrapper_CUDA_nll_loss_forward"), "cross_entropy is nll_loss(log_softmax); codegen"),
+    Entry("nll_loss: CPU target", "loss", lambda d: F.nll_loss(_d(d, 2, 5), _c(2, dtype=torch.long)), REJECTS,
+          _cg("target", "wrapper_CUDA_nll_loss_forward"), "codegen"),
+    Entry("mse_loss: CPU target", "loss", lambda d: F.mse_loss(_d(d, 4), _c(4)), REJECTS, SD, "TensorIterator"),
+]
+
+
+def stand_in_verdict(entry: Entry, recorders) -> tuple[str, str]:
+    """Run one entry on the stand-in under the child's recorders: (verdict, message)."""
+    rec = recorders.Recorder(__file__, STAND_IN)
+    stopped = None
+    try:
+        with recorders.FunctionRecorder(rec, False), recorders.DispatchRecorder(rec):
+            entry.build(STAND_IN)
+    except Exception as exc:  # noqa: BLE001 - data-dependent ops (a bool mask) stop meta after the decision
+        stopped = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    mixes = [e for e in rec.events if e["kind"] == "mix"]
+    if stopped and not mixes:
+        return "error", stopped
+    hit = next((e for e in mixes if e["verdict"] == "confirmed"), None)
+    return (REJECTS, hit["message"]) if hit else (ACCEPTS, "")
+
+
+def cuda_verdict(entry: Entry) -> tuple[str, str]:
+    """Run one entry on the real GPU: (verdict, first line of CUDA's message)."""
+    try:
+        entry.build("cuda")
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - CUDA's answer
+        return REJECTS, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ACCEPTS, ""
+
+
+def report(rows_out=print) -> list[dict]:
+    from devlint.confirm import child
+
+    child.play_the_gpu() if not torch.cuda.is_available() else None
+    on_cuda = torch.cuda.is_available()
+    rows = []
+    for entry in TABLE:
+        row = {"entry": entry.name, "table": entry.verdict}
+        row["stand_in"], row["stand_in_message"] = stand_in_verdict(entry, child)
+        if on_cuda:
+            row["cuda"], row["cuda_message"] = cuda_verdict(entry)
+        rows.append(row)
+        cells = [entry.name[:58].ljust(58), entry.verdict.ljust(8), row["stand_in"].ljust(8)]
+        if on_cuda:
+            cells += [row["cuda"].ljust(8), row["cuda_message"][:100]]
+        rows_out("  ".join(cells))
+    return rows
+
+
+if __name__ == "__main__":
+    header = ["entry".ljust(58), "table".ljust(8), "stand-in".ljust(8)]
+    if torch.cuda.is_available():
+        header += ["cuda".ljust(8), "CUDA's message"]
+    else:
+        header += ["(no GPU: CUDA not run)"]
+    print("  ".join(header))
+    report()
