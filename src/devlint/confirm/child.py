@@ -185,6 +185,8 @@ def record_mix(rec: Recorder, op: str, decision, tensors: list, args, kwargs):
     )
     other = next(t.device for t in tensors if t.device.type != "cpu")
     heal = lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.device.type == "cpu" else t
+    if decision.runs_on_cpu:  # the result stays on the CPU: stand-in tensors become CPU zeros (in range as indices)
+        heal = lambda t: torch.zeros(t.shape, dtype=t.dtype) if isinstance(t, torch.Tensor) and t.device.type != "cpu" else t
     return tree_map(heal, args), tree_map(heal, kwargs)
 
 
