@@ -4,28 +4,33 @@ this module (it imports torch).
 
 Two parts:
 - `decide(func, args, kwargs)`, `decide_call(func, args, kwargs)`: the rule the stand-in applies,
-  to an aten op at dispatch, and to the few composite functions that check devices before they
-  dispatch anything (scaled_dot_product_attention, the full RNNs).
+  to an aten op at dispatch, and to the few torch functions that compare devices before they
+  dispatch anything (scaled_dot_product_attention, the RNNs and their cells).
 - `TABLE`: one entry per case (a name, a callable that builds the case on a given device, CUDA's
-  verdict and message). The same callable runs on the stand-in and, where a GPU exists, on CUDA.
+  verdict and message, where the verdict comes from). The same callable runs on the stand-in and,
+  where a GPU exists, on CUDA (`python -m devlint.confirm.placement`, and a test marked `cuda`).
 
-Where the rule and the messages come from (torch 2.13; none of it was run on a GPU here):
-- "codegen": ops with a CUDA kernel and `device_check: ExactSame` (the default) in
-  `native_functions.yaml` get a generated wrapper that compares every tensor argument with the
-  first one, in schema order, no 0-dim exemption (torchgen's `gen_device_check`;
-  `c10::impl::common_device_check_failure` in `aten/src/ATen/core/adaption.cpp`). The
-  `wrapper_CUDA_...` method names below were computed with the torchgen that ships with torch
-  from its packaged yaml. Torch before about 2.6 printed the older form `... found at least two
-  devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)`.
-- "TensorIterator": `device_check: NoCheck` elementwise ops; `TensorIteratorBase::compute_types`
-  takes the first non-CPU device as the common one and allows one 0-dim CPU input when the op
-  allows CPU scalars (binary ops, lerp); a second one is "Trying to pass too many CPU scalars to
-  non-CPU kernel!".
-- Own checks quoted from the torch sources (strings present in libtorch): indexing
-  (`check_indices_on_cpu_or_selfdevice`, TensorAdvancedIndexing.cpp), `masked_fill__cuda`,
-  `where` (moves 0-dim CPU operands to the device), convolution
-  (`check_input_same_type_as_parameters`, Convolution.cpp), RNNs (`check_attributes`,
-  RNN.cpp), scaled_dot_product_attention (`validate_sdpa_input`, sdp_utils).
+Where the verdicts and messages come from. None of this was run on a GPU: it is read from the
+torch sources and from the installed torch (2.13), and a GPU run is what confirms it.
+- "codegen": an op with a CUDA kernel and `device_check: ExactSame` (the default) in
+  `native_functions.yaml` gets a generated wrapper that compares each tensor argument, in schema
+  order, with the first defined one, with no 0-dim exemption (torchgen's `gen_device_check`, and
+  `check_and_update_common_device` in the installed `ATen/core/op_registration/adaption.h`). The
+  `wrapper_CUDA_...` names were computed with the torchgen shipped with torch from its packaged
+  yaml (a test recomputes them). The message template is the one in the installed libtorch;
+  older torch printed `... found at least two devices, cuda:0 and cpu! (when checking argument
+  for argument mat1 in method wrapper_CUDA_addmm)`.
+- "TensorIterator": elementwise ops (`device_check: NoCheck`). `compute_types` takes the first
+  non-CPU device as the common one and, when the op allows CPU scalars (binary ops, lerp), lets
+  one 0-dim CPU input through; a second one is "Trying to pass too many CPU scalars to non-CPU
+  kernel!". `build_ternary_op` (addcmul, addcdiv) allows none.
+- Checks of their own, quoted from the torch sources (each string is in the installed libtorch):
+  reading with an index checks the indices' device (`check_indices_on_cpu_or_selfdevice` in the
+  `index` meta function) but putting does not (`_index_put_impl_`: `make_info` moves the indices
+  to the indexed tensor's device); `masked_fill__cuda`; `where` (moves 0-dim CPU operands to the
+  device); convolution (`check_input_same_type_as_parameters`); RNNs (`check_attributes` in
+  RNN.cpp, whose message public reports of CUDA runs quote); scaled_dot_product_attention
+  (`validate_sdpa_input`, the same check on every device: the stand-in prints it verbatim).
 """
 from __future__ import annotations
 
@@ -55,7 +60,8 @@ SDPA = ("Expected query, key, and value to have the same device type, but got qu
 CODEGEN_METHODS = {
     "mm": "wrapper_CUDA_mm", "addmm": "wrapper_CUDA_addmm", "bmm": "wrapper_CUDA_bmm",
     "baddbmm": "wrapper_CUDA_baddbmm", "dot": "wrapper_CUDA__dot", "vdot": "wrapper_CUDA__vdot",
-    "addmv": "wrapper_CUDA_addmv", "addmv_": "wrapper_CUDA_addmv_", "index_select": "wrapper_CUDA__index_select", "gather": "wrapper_CUDA_gather",
+    "addmv": "wrapper_CUDA_addmv", "addmv_": "wrapper_CUDA_addmv_", "index_select": "wrapper_CUDA__index_select",
+    "gather": "wrapper_CUDA_gather",
     "scatter.src": "wrapper_CUDA_scatter_src", "scatter.value": "wrapper_CUDA_scatter_value",
     "scatter_add": "wrapper_CUDA_scatter_add", "scatter_reduce.two": "wrapper_CUDA_scatter_reduce_two",
     "index_add": "wrapper_CUDA_index_add", "index_copy": "wrapper_CUDA_index_copy", "take": "wrapper_CUDA__take",
@@ -194,8 +200,8 @@ def _decide(func, args, kwargs) -> Decision:
         target = AS_OP.get(full, AS_OP.get(base))
         if target == "index_select":  # embedding(weight, indices) is weight.index_select(0, indices)
             named = [("self", args[0]), ("index", args[1])]
-        elif target == "addmv_":  # mv(self, vec) is addmv_(empty like self, self, vec)
-            named = [("self", args[0]), ("mat", args[0]), ("vec", args[1])]
+        elif target == "addmv_":  # mv(self, vec) is addmv_(empty(..., vec.options()), self, vec)
+            named = [("self", args[1]), ("mat", args[0]), ("vec", args[1])]
         return codegen_check(named, CODEGEN_METHODS[target]) or Decision(ACCEPTS, "")
     method = CODEGEN_METHODS.get(full) or CODEGEN_METHODS.get(base)
     if method is not None:
@@ -239,7 +245,8 @@ def _convolution(args) -> Decision:
 
 # --- composite functions that check devices before they dispatch ------------------------------
 RNN_FUNCTIONS = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
-CHECKED_CALLS = RNN_FUNCTIONS | {"scaled_dot_product_attention"}  # names the function recorder hands to decide_call
+RNN_CELLS = {"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}
+CHECKED_CALLS = RNN_FUNCTIONS | RNN_CELLS | {"scaled_dot_product_attention"}  # names the function recorder hands to decide_call
 
 
 def decide_call(func, args, kwargs) -> Optional[Decision]:
@@ -259,6 +266,14 @@ def decide_call(func, args, kwargs) -> Optional[Decision]:
             for t in group:
                 if isinstance(t, torch.Tensor) and t.device != x.device:
                     return Decision(REJECTS, RNN.format(name=label, input=shown(x.device), other=shown(t.device)))
+    # lstm_cell(input, hx, w_ih, w_hh, ...): for a CUDA input the cell computes matmul(hx, w_hh.t())
+    # (mm, hx first); off CUDA it takes linear(hx, w_hh, b_hh) instead, whose message differs
+    if name in RNN_CELLS and len(args) >= 4 and _is_device(args[0]) and isinstance(args[3], torch.Tensor):
+        hidden = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+        for h in hidden:
+            if isinstance(h, torch.Tensor) and h.device != args[3].device:
+                return Decision(REJECTS, CODEGEN.format(arg="mat2", bad=shown(args[3].device), common=shown(h.device),
+                                                        method="wrapper_CUDA_mm"))
     return None
 
 
@@ -407,8 +422,9 @@ TABLE: list[Entry] = [
           _cg("mat2", "wrapper_CUDA_mm"), "matmul of 2-d tensors is mm; codegen"),
     Entry("dot: CPU tensor", "matmul", lambda d: torch.dot(_d(d, 3), _c(3)), REJECTS, _cg("tensor", "wrapper_CUDA__dot"),
           "codegen"),
-    Entry("mv: CPU vector", "matmul", lambda d: torch.mv(_d(d, 2, 3), _c(3)), REJECTS, _cg("vec", "wrapper_CUDA_addmv_"),
-          "mv is addmv_(out, self, vec); codegen"),
+    Entry("mv: CPU vector", "matmul", lambda d: torch.mv(_d(d, 2, 3), _c(3)), REJECTS,
+          _cg("mat", "wrapper_CUDA_addmv_", bad="cuda:0", common="cpu"),
+          "mv is addmv_(empty(..., vec.options()), self, vec): the result is made beside vec; codegen"),
     # convolution
     Entry("conv2d: CPU input into device weights", "convolution",
           lambda d: F.conv2d(_c(2, 3, 8, 8), _d(d, 4, 3, 3, 3)), REJECTS,
@@ -423,8 +439,8 @@ TABLE: list[Entry] = [
           _cg("weight", "wrapper_CUDA__native_layer_norm"), "codegen"),
     Entry("batch_norm: CPU running stats", "norm",
           lambda d: F.batch_norm(_d(d, 2, 3), _c(3), _c(3), _d(d, 3), _d(d, 3), training=False), REJECTS,
-          _cg("running_mean", "wrapper_CUDA__cudnn_batch_norm"),
-          "codegen; the method depends on the path (cudnn_batch_norm with cuDNN, native_batch_norm without)"),
+          _cg("running_mean", "wrapper_CUDA__native_batch_norm"),
+          "codegen; a 2-d input takes native_batch_norm (cuDNN's cudnn_batch_norm needs 3+ dims)"),
     Entry("group_norm: CPU weight", "norm", lambda d: F.group_norm(_d(d, 2, 4, 3), 2, _c(4), _d(d, 4)), REJECTS,
           _cg("weight", "wrapper_CUDA__native_group_norm"), "codegen"),
     # recurrent
@@ -432,9 +448,10 @@ TABLE: list[Entry] = [
           RNN.format(name="hidden", input="cuda:0", other="cpu"), "RNN.cpp check_attributes"),
     Entry("LSTMCell: CPU hidden state", "rnn",
           lambda d: torch.nn.LSTMCell(4, 4).to(d)(_d(d, 2, 4), (_c(2, 4), _c(2, 4))), REJECTS,
-          _cg("mat1", "wrapper_CUDA_addmm"), "the cell's hidden linear is addmm(b_hh, hx, w_hh.t()); codegen"),
+          _cg("mat2", "wrapper_CUDA_mm", bad="cuda:0", common="cpu"),
+          "RNN.cpp LSTMCell on CUDA: matmul(hx, w_hh.t()) is mm; codegen"),
     Entry("GRUCell: CPU hidden state", "rnn", lambda d: torch.nn.GRUCell(4, 4).to(d)(_d(d, 2, 4), _c(2, 4)), REJECTS,
-          _cg("mat1", "wrapper_CUDA_addmm"), "as LSTMCell"),
+          _cg("mat2", "wrapper_CUDA_mm", bad="cuda:0", common="cpu"), "as LSTMCell"),
     # attention
     Entry("scaled_dot_product_attention: CPU key", "attention",
           lambda d: F.scaled_dot_product_attention(_d(d, 1, 2, 3, 4), _c(1, 2, 3, 4), _d(d, 1, 2, 3, 4)), REJECTS,
@@ -485,9 +502,9 @@ def cuda_verdict(entry: Entry) -> tuple[str, str]:
 
 
 def report(rows_out=print) -> list[dict]:
+    """Every entry on the stand-in and, where a GPU is present, on CUDA; one printed row each."""
     from devlint.confirm import child
 
-    child.play_the_gpu() if not torch.cuda.is_available() else None
     on_cuda = torch.cuda.is_available()
     rows = []
     for entry in TABLE:
