@@ -163,7 +163,9 @@ def _iterator_check(tensors: list[torch.Tensor], cpu_scalars: int) -> Decision:
         return Decision(REJECTS, SAME_DEVICE.format(device=shown(device)))
     if len(scalars) > cpu_scalars:
         return Decision(REJECTS, TOO_MANY_SCALARS if cpu_scalars else SAME_DEVICE.format(device=shown(device)))
-    return Decision(ACCEPTS, f"{len(scalars)} 0-dim CPU tensor(s) beside {shown(device)} tensors, which CUDA accepts")
+    some, read = ("a 0-dim CPU tensor", "it") if len(scalars) == 1 else (f"{len(scalars)} 0-dim CPU tensors", "them")
+    return Decision(ACCEPTS, f"{some} beside {shown(device)} tensors in an elementwise op, which CUDA accepts "
+                             f"(it moves {read} to the device as numbers)")
 
 
 def decide(func, args, kwargs) -> Decision:
@@ -191,6 +193,10 @@ def _decide(func, args, kwargs) -> Decision:
         if _is_cpu(value) and value.dim() == 0:
             return Decision(ACCEPTS, f"a 0-dim CPU value in {full}, which CUDA reads as a number")
         return Decision(REJECTS, SAME_DEVICE.format(device=shown(device)))
+    if base in ("fill", "fill_") and len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].dim() == 0:
+        # fill_(self, value) reads a value from another device with value.item()
+        return Decision(ACCEPTS, f"a 0-dim value from another device in {full}, which CUDA reads as a number",
+                        runs_on_cpu=_is_cpu(args[0]))
     if base == "where":
         # where_self_out moves every 0-dim CPU operand to the output's device
         return _iterator_check(tensors, cpu_scalars=len(tensors))
@@ -334,6 +340,8 @@ TABLE: list[Entry] = [
           "TensorIterator: build_ternary_op allows no CPU scalar"),
     Entry("clamp: 0-dim CPU min tensor", "elementwise", lambda d: torch.clamp(_d(d, 4), min=_c(())), REJECTS,
           _cg("min", "wrapper_CUDA_clamp_Tensor"), "codegen (clamp.Tensor has device_check ExactSame)"),
+    Entry("fill_: 0-dim CPU value", "elementwise", lambda d: _d(d, 4).fill_(_c(())), ACCEPTS, "",
+          "fill_ reads a value on another device with value.item()"),
     Entry("where: 0-dim CPU other", "where", lambda d: torch.where(_d(d, 4, dtype=torch.bool), _d(d, 4), _c(())),
           ACCEPTS, "", "where_self_out moves 0-dim CPU operands"),
     Entry("where: 0-dim CPU condition and other", "where",
