@@ -174,6 +174,7 @@ def record_mix(rec: Recorder, op: str, decision, tensors: list, args, kwargs):
     """Record CUDA's verdict on a mix of CPU and device tensors, and heal the arguments (the CPU
     tensors move to the device) so that the run goes on to the next mismatch."""
     cpu = [t for t in tensors if t.device.type == "cpu"]
+    other = next(t.device for t in tensors if t.device.type != "cpu")
     rec.event(
         "mix",
         verdict="confirmed" if decision.verdict == placement.REJECTS else "benign",
@@ -181,9 +182,10 @@ def record_mix(rec: Recorder, op: str, decision, tensors: list, args, kwargs):
         row=rec.user_row(),
         origin_rows=sorted({rec.origin[t] for t in cpu if t in rec.origin}),
         attrs=sorted({a for t in cpu for a in rec.attr_names.get(id(t), ())}),
-        message=decision.message or f"{op} mixes CPU and {placement.shown(next(t.device for t in tensors if t.device.type != 'cpu'))} tensors, which CUDA accepts",
+        message=decision.message or f"{op} mixes CPU and {placement.shown(other)} tensors, which CUDA accepts",
     )
-    other = next(t.device for t in tensors if t.device.type != "cpu")
+    if rec.target != STAND_IN and decision.verdict == placement.ACCEPTS:
+        return args, kwargs  # a real GPU does what it accepts itself
     heal = lambda t: t.to(other) if isinstance(t, torch.Tensor) and t.device.type == "cpu" else t
     if decision.runs_on_cpu:  # the result stays on the CPU: stand-in tensors become CPU zeros (in range as indices)
         heal = lambda t: torch.zeros(t.shape, dtype=t.dtype) if isinstance(t, torch.Tensor) and t.device.type != "cpu" else t
