@@ -454,6 +454,8 @@ TABLE: list[Entry] = [
     # recurrent
     Entry("LSTM: CPU hidden state", "rnn", lambda d: _lstm(d, hx_on_cpu=True), REJECTS,
           RNN.format(name="hidden", input="cuda:0", other="cpu"), "RNN.cpp check_attributes"),
+    Entry("GRU: CPU hidden state", "rnn", lambda d: torch.nn.GRU(4, 4).to(d)(_d(d, 3, 2, 4), _c(1, 2, 4)), REJECTS,
+          RNN.format(name="hidden", input="cuda:0", other="cpu"), "RNN.cpp check_attributes"),
     Entry("LSTMCell: CPU hidden state", "rnn",
           lambda d: torch.nn.LSTMCell(4, 4).to(d)(_d(d, 2, 4), (_c(2, 4), _c(2, 4))), REJECTS,
           _cg("mat2", "wrapper_CUDA_mm", bad="cuda:0", common="cpu"),
