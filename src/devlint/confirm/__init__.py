@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from devlint import engine
 from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
+from devlint.confirm.lines import cpu_seconds
 
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run")
 RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005"}
@@ -104,25 +106,32 @@ def run_child(path: Path, options: Options) -> dict:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
+    progress_read, progress_write = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "devlint.confirm.child", str(write_end)],
+        [sys.executable, "-m", "devlint.confirm.child", str(write_end), str(progress_write)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        pass_fds=(write_end,), start_new_session=True, preexec_fn=limit_memory, env=env, cwd=str(path.parent),
+        pass_fds=(write_end, progress_write), start_new_session=True, preexec_fn=limit_memory, env=env, cwd=str(path.parent),
     )
     os.close(write_end)
+    os.close(progress_write)
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: os.read(read_end, 1 << 16), b"")))
     reader.start()
-    try:
-        out, err = proc.communicate(json.dumps(job).encode(), timeout=options.timeout)
-    except subprocess.TimeoutExpired:
+    watch = _Watch(progress_read)
+    streams: list[bytes] = []
+    talker = threading.Thread(target=lambda: streams.extend(proc.communicate(json.dumps(job).encode())))
+    talker.start()
+    overrun = watch.until_done(proc, talker, options.timeout)
+    if overrun:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        reader.join()
-        os.close(read_end)
-        return {"fatal": f"timed out after {options.timeout:g} s (the process group was killed)"}
+    talker.join()
     reader.join()
+    watch.thread.join()
     os.close(read_end)
+    os.close(progress_read)
+    if overrun:
+        return {"fatal": overrun}
+    out, err = streams
     data = b"".join(chunks)
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
@@ -134,6 +143,62 @@ def run_child(path: Path, options: Options) -> dict:
         return {"fatal": f"the run ended without a result (exit status {proc.returncode}: {tail[0]})"}
     result["stdout"] = out.decode(errors="replace")[-2000:]
     return result
+
+
+STARTUP_LIMIT = 300.0  # seconds for the interpreter to start and import torch, before the user's code
+
+
+class _Watch:
+    """Reads the child's progress lines; the timeout counts the user's code alone.
+
+    The clock starts when the child starts importing the user's file (process start and the
+    torch import have their own, generous bound). The user's code has run past the timeout when
+    both its wall time and its CPU time have: wall time alone grows when the machine is busy,
+    CPU time alone grows with every thread torch computes on. Code that waits without computing
+    (a sleep, a lock) is stopped at a wall-time bound of three times the timeout plus 10 s.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.phase = ""
+        self.started: Optional[tuple[float, Optional[float]]] = None  # wall clock, child's CPU time
+        self.thread = threading.Thread(target=self._read, args=(fd,), daemon=True)
+        self.pid = 0
+        self.thread.start()
+
+    def _read(self, fd: int) -> None:
+        buffer = b""
+        while True:
+            data = os.read(fd, 4096)
+            if not data:
+                return
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                phase = line.decode(errors="replace")
+                if phase != "ready" and self.started is None:
+                    self.started = (time.monotonic(), cpu_seconds(self.pid))
+                self.phase = phase
+
+    def until_done(self, proc: subprocess.Popen, talker: threading.Thread, timeout: float) -> Optional[str]:
+        """None when the child finished in time; else what ran past the limit."""
+        self.pid = proc.pid
+        launched = time.monotonic()
+        while talker.is_alive():
+            talker.join(0.1)
+            now = time.monotonic()
+            if self.started is None:
+                if now - launched > STARTUP_LIMIT:
+                    return (f"timed out: the child did not start the file within {STARTUP_LIMIT:g} s "
+                            f"(process start and the torch import; the process group was killed)")
+                continue
+            wall = now - self.started[0]
+            cpu_now = cpu_seconds(proc.pid)
+            cpu = cpu_now - self.started[1] if cpu_now is not None and self.started[1] is not None else wall
+            if min(wall, cpu) > timeout or wall > 3 * timeout + 10:
+                return (f"timed out after {timeout:g} s of the file's own code: {self.phase or 'the file'} ran past "
+                        f"the limit ({wall:.1f} s of wall time, {cpu:.1f} s of CPU time; process start and the "
+                        f"torch import are not counted; the process group was killed)")
+        return None
 
 
 # --- events to verdicts ------------------------------------------------------------------------

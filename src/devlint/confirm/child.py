@@ -30,8 +30,14 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from devlint import names  # imports nothing but Python
+from devlint.confirm.lines import CLOCK, LineTracer, Progress
+
+PROGRESS = Progress(None)
+TRACER: Optional[LineTracer] = None
 
 STAND_IN = "meta"
+SCENARIO_PHASES = {"build": "its constructor", "move": "its move to the device", "train": "a training-mode forward",
+                   "eval": "an eval-mode forward", "cached": "a forward on the CPU, then a move"}
 
 
 def _torch_callables(qualified_names) -> set:
@@ -59,6 +65,8 @@ class Recorder:
         self.target = target  # "meta" (stand-in) or "cuda"
         self.origin = WeakTensorKeyDictionary()  # tensor -> row where the user's code made it
         self.events: list[dict] = []
+        self.owner = ""  # the class being run, for progress reports
+        self.lines: dict[str, dict[int, int]] = {}  # scenario -> row -> clock at first execution
         self.scenario = "move"
         self.attr_names: dict[int, set[str]] = {}  # id of a left-behind tensor -> attribute names
 
@@ -71,7 +79,19 @@ class Recorder:
         return None
 
     def event(self, kind: str, **data) -> None:
-        self.events.append({"kind": kind, "scenario": self.scenario, **data})
+        self.events.append({"kind": kind, "scenario": self.scenario, "seq": CLOCK.tick(), **data})
+
+    @property
+    def scenario(self) -> str:
+        return self._scenario
+
+    @scenario.setter
+    def scenario(self, value: str) -> None:
+        # each scenario collects the user's lines it runs, and tells the parent where the run is
+        self._scenario = value
+        if TRACER is not None and self.user_file == TRACER.filename:
+            TRACER.sink = self.lines.setdefault(value, {})
+            PROGRESS.send(f"{self.owner or 'the module'}: {SCENARIO_PHASES.get(value, value)}")
 
 
 def _is_cuda_device(value) -> Optional[str]:
@@ -95,6 +115,18 @@ def _from_torch_nn() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _request_via(func, name: str) -> str:
+    """What a CUDA request did: moved a whole module (Module.to/.cuda on the stack), moved a
+    tensor, or made one."""
+    frame = sys._getframe(2)
+    marker = os.sep + os.path.join("torch", "nn", "modules", "module.py")
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(marker) and frame.f_code.co_name in ("to", "cuda", "_apply"):
+            return "module"
+        frame = frame.f_back
+    return "tensor" if name in ("to", "cuda") else "factory"
 
 
 class FunctionRecorder(TorchFunctionMode):
@@ -139,7 +171,7 @@ class FunctionRecorder(TorchFunctionMode):
                 kwargs["device"] = STAND_IN
         if request is not None:
             row = rec.user_row()
-            rec.event("cuda-request", row=row, device=request)
+            rec.event("cuda-request", row=row, device=request, via=_request_via(func, name))
         result = func(*args, **kwargs)
         if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY):
             row = row if row is not None else rec.user_row()
@@ -444,10 +476,13 @@ def run(job: dict) -> dict:
                              "run `devlint confirm --device cuda` on a GPU machine, or another torch version"}
     path = Path(job["file"]).resolve()
     user_file = str(path)
+    import_lines = start_tracing(user_file)
+    PROGRESS.send(f"importing {path.name}")
     try:
         user_module = import_user_file(path)
     except BaseException as exc:  # noqa: BLE001 - user code
-        return {"fatal": f"cannot import {path.name}: {type(exc).__name__}: {exc}", "row": user_frame_row(exc, user_file)}
+        return {"fatal": f"cannot import {path.name}: {type(exc).__name__}: {exc}", "row": user_frame_row(exc, user_file),
+                "import_lines": _pairs(import_lines)}
     classes = module_classes(user_module)
     wanted = job.get("classes") or {}
     if job.get("only"):
@@ -457,11 +492,32 @@ def run(job: dict) -> dict:
     results = []
     for cls in classes:
         rec = Recorder(user_file, target)
+        rec.owner = cls.__name__
         outcome = run_class(cls, wanted.get(cls.__name__, {}), job, user_module, rec)
         outcome["events"] = rec.events
         outcome["span"] = _span(cls)
+        outcome["lines"] = {scenario: _pairs(rows) for scenario, rows in rec.lines.items()}
         results.append(outcome)
-    return {"classes": results, "device": "stand-in (meta)" if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})"}
+    stop_tracing()
+    return {"classes": results, "device": "stand-in (meta)" if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})",
+            "import_lines": _pairs(import_lines)}
+
+
+def start_tracing(user_file: str) -> dict[int, int]:
+    """Record the user's lines from here on; returns the sink of the import's own lines."""
+    global TRACER
+    TRACER = LineTracer(user_file)
+    TRACER.start()
+    return TRACER.sink
+
+
+def stop_tracing() -> None:
+    if TRACER is not None:
+        TRACER.stop()
+
+
+def _pairs(rows: dict[int, int]) -> list[list[int]]:
+    return sorted([row, seq] for row, seq in rows.items())
 
 
 def _span(cls) -> list[int]:
@@ -473,12 +529,16 @@ def _span(cls) -> list[int]:
 
 
 def main() -> None:
+    global PROGRESS
     channel = int(sys.argv[1])
+    PROGRESS = Progress(int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    PROGRESS.send("ready")  # torch is imported: the user's time starts with the import of the file
     job = json.load(sys.stdin)
     try:
         result = run(job)
     except BaseException as exc:  # noqa: BLE001
         result = {"fatal": f"{type(exc).__name__}: {exc}"}
+    stop_tracing()
     with os.fdopen(channel, "w") as out:
         json.dump(result, out)
 
