@@ -80,8 +80,9 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
     if runtime:
         result = run_child(path, options)
         spans = _function_spans(source)
+        lines = source.splitlines()
         for i in runtime:
-            verdicts[i] = _judge(findings[i], result, spans)
+            verdicts[i] = _judge(findings[i], result, spans, lines)
     return verdicts
 
 
@@ -202,7 +203,7 @@ class _Watch:
 
 
 # --- events to verdicts ------------------------------------------------------------------------
-def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) -> Verdict:
+def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], lines: Optional[list[str]] = None) -> Verdict:
     if "fatal" in result:
         return Verdict("not-run", result["fatal"], use_row=result.get("row"))
     device = result.get("device")
@@ -223,6 +224,12 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
             other = f"; it also pins {pinned.group(0)}, so a model placed on cuda:{int(pinned.group(1)) + 1} meets it there" if pinned else ""
             return verdict("confirmed", f"{_scenario(hit)}: asked for {hit.get('device', 'cuda')}; on a CPU-only host "
                            f"this raises AssertionError: Torch not compiled with CUDA enabled{other}", hit["row"], row)
+        later = _request_after_literal(finding, result, events, lines or [])
+        if later is not None:
+            hit, literal = later
+            return verdict("confirmed", f"line {row} made {literal}; {VIA.get(hit.get('via'), VIA['tensor'])} at line "
+                           f"{hit['row']} ({_scenario(hit)}): on a CPU-only host this raises AssertionError: "
+                           "Torch not compiled with CUDA enabled", hit["row"], row)
     # a run that stopped early leaves what it did not reach undecided (the owning class's runs,
     # or any class's for code outside classes)
     stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
@@ -258,7 +265,47 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
     if not classes:
         return verdict("not-run", "the file defines no nn.Module class to run")
+    if row in _ran(result):
+        return verdict("not-reproduced", f"line {row} ran, but what it made never reached a CUDA device "
+                       "(no CUDA request, no tensor on another device)", None, row)
     return verdict("not-reached", f"line {row} did not run when the file's modules were built, moved and run")
+
+
+VIA = {"module": "the module was moved there", "tensor": "a tensor was moved there", "factory": "a tensor was made there"}
+
+
+def _ran(result: dict) -> dict[int, int]:
+    """Rows of the user's file that executed, each with the clock at its first execution."""
+    first: dict[int, int] = {}
+    sinks = [result.get("import_lines", [])] + [rows for c in result.get("classes", []) for rows in c.get("lines", {}).values()]
+    for rows in sinks:
+        for row, seq in rows:
+            first[row] = min(seq, first.get(row, seq))
+    return first
+
+
+def _literal(finding: engine.Finding, lines: list[str]) -> Optional[str]:
+    """The device string a DEV001/DEV005 finding points at ("cuda", "cuda:0"), if it is a literal."""
+    line = lines[finding.row - 1] if 0 < finding.row <= len(lines) else ""
+    match = re.match(r"""\s*(['"])(cuda(?::\d+)?)\1""", line[finding.column - 1:])
+    if match is None:
+        match = re.search(r'device "(cuda(?::\d+)?)"', finding.message)
+    return match.group(2 if match.lastindex == 2 else 1) if match else None
+
+
+def _request_after_literal(finding: engine.Finding, result: dict, events: list[dict],
+                           lines: list[str]) -> Optional[tuple[dict, str]]:
+    """A CUDA request for the very device a literal names, made after the literal's line ran
+    (a helper that returns the device, a module later moved there)."""
+    literal = _literal(finding, lines)
+    first = _ran(result).get(finding.row)
+    if literal is None or first is None:
+        return None
+    for event in events:
+        if (event["kind"] == "cuda-request" and event.get("device") == literal and event.get("row") is not None
+                and event.get("seq", -1) >= first):
+            return event, literal
+    return None
 
 
 def _worst(events: list[dict]) -> dict:
