@@ -124,7 +124,10 @@ def run_child(path: Path, options: Options) -> dict:
     talker.start()
     overrun = watch.until_done(proc, talker, options.timeout)
     if overrun:
-        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it ended as the limit passed
+            pass
     talker.join()
     reader.join()
     watch.thread.join()
@@ -187,6 +190,10 @@ class _Watch:
         while talker.is_alive():
             talker.join(0.1)
             now = time.monotonic()
+            if self.phase == "done":
+                if now - launched > STARTUP_LIMIT + 3 * timeout + 10:
+                    return "timed out: the child did not exit after its run (the process group was killed)"
+                continue
             if self.started is None:
                 if now - launched > STARTUP_LIMIT:
                     return (f"timed out: the child did not start the file within {STARTUP_LIMIT:g} s "
@@ -261,6 +268,11 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
                     "not-reproduced", f"self.{name} stayed on cpu when the module moved "
                     f"({_scenario(behind[0])}), but never met a tensor on another device",
                     None, behind[0]["origin_row"] or row)
+        # a lazy cache shows only in the scenario with a first forward on the CPU: if that run
+        # stopped, the finding is undecided
+        cached = [c["cached"] for c in ([owner] if owner else classes) if c.get("cached", {}).get("status") in ("error", "inconclusive")]
+        if cached and not stopped and not behind:
+            return verdict("inconclusive", cached[0]["reason"], cached[0].get("row"))
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
     if not classes:
