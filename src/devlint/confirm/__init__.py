@@ -118,7 +118,7 @@ def run_child(path: Path, options: Options) -> dict:
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: os.read(read_end, 1 << 16), b"")))
     reader.start()
-    watch = _Watch(progress_read)
+    watch = _Watch(progress_read, proc.pid)
     streams: list[bytes] = []
     talker = threading.Thread(target=lambda: streams.extend(proc.communicate(json.dumps(job).encode())))
     talker.start()
@@ -162,11 +162,11 @@ class _Watch:
     (a sleep, a lock) is stopped at a wall-time bound of three times the timeout plus 10 s.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, pid: int) -> None:
         self.phase = ""
         self.started: Optional[tuple[float, Optional[float]]] = None  # wall clock, child's CPU time
+        self.pid = pid
         self.thread = threading.Thread(target=self._read, args=(fd,), daemon=True)
-        self.pid = 0
         self.thread.start()
 
     def _read(self, fd: int) -> None:
@@ -185,7 +185,6 @@ class _Watch:
 
     def until_done(self, proc: subprocess.Popen, talker: threading.Thread, timeout: float) -> Optional[str]:
         """None when the child finished in time; else what ran past the limit."""
-        self.pid = proc.pid
         launched = time.monotonic()
         while talker.is_alive():
             talker.join(0.1)
