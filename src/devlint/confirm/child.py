@@ -36,7 +36,7 @@ PROGRESS = Progress(None)
 TRACER: Optional[LineTracer] = None
 
 STAND_IN = "meta"
-SCENARIO_NAMES_CHILD = "with a first forward on the CPU, then a move"
+CACHED_RUN = "with a first forward on the CPU, then a move"
 SCENARIO_PHASES = {"build": "its constructor", "move": "its move to the device", "train": "a training-mode forward",
                    "eval": "an eval-mode forward", "cached": "a forward on the CPU, then a move"}
 
@@ -119,7 +119,7 @@ def _from_torch_nn() -> bool:
     return False
 
 
-def _request_via(func, name: str) -> str:
+def _request_via(name: str) -> str:
     """What a CUDA request did: moved a whole module (Module.to/.cuda on the stack), moved a
     tensor, or made one."""
     frame = sys._getframe(2)
@@ -173,7 +173,7 @@ class FunctionRecorder(TorchFunctionMode):
                 kwargs["device"] = STAND_IN
         if request is not None:
             row = rec.user_row()
-            rec.event("cuda-request", row=row, device=request, via=_request_via(func, name))
+            rec.event("cuda-request", row=row, device=request, via=_request_via(name))
         result = func(*args, **kwargs)
         if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY):
             row = row if row is not None else rec.user_row()
@@ -501,7 +501,7 @@ def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_param
         first = str(exc).splitlines()[0] if str(exc) else ""
         where = f" at line {row}" if row else ""
         return {"status": "inconclusive" if data_dependent(exc) else "error", "row": row,
-                "reason": f"the run {SCENARIO_NAMES_CHILD} stopped in {stage}{where}: {type(exc).__name__}: {first}"}
+                "reason": f"the run {CACHED_RUN} stopped in {stage}{where}: {type(exc).__name__}: {first}"}
     return None
 
 
