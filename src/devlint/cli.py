@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -102,6 +103,8 @@ def _add_confirm_options(p) -> None:
     p.add_argument("--checkpoint", type=Path, metavar="FILE", help="the checkpoint a DEV002 finding loads")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="per file (default 120)")
     p.add_argument("--memory-mb", type=int, metavar="MB", help="address-space limit per file (default 8192)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="files run at once, each in its own process (default 1); results keep the input order")
     _add_selection_options(p)
     _add_output_format(p, ("text", "json"))
     _add_target_torch(p)
@@ -383,15 +386,14 @@ def run_confirm(args: argparse.Namespace) -> int:
         print(f"devlint confirm: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
-    reports, verdicts = [], {}
+    reports, work = [], []
     for root, only in targets:
-        options.only_class = only
         for path, problem in discover([root], settings):
             report = check_file(path, settings, _display(path, cwd)) if problem is None else FileReport(path, str(path)).fail(problem)
             reports.append(report)
             if report.findings and not report.error:
-                source = decode(path.read_bytes())[0]
-                verdicts[id(report)] = confirm_findings(path, source, report.findings, options)
+                work.append((report, path, dataclasses.replace(options, only_class=only)))
+    verdicts = _confirm_files(work, confirm_findings, decode, max(1, args.jobs))
     counts = {status: 0 for status in STATUSES}
     for report in reports:
         for v in verdicts.get(id(report), []):
@@ -418,6 +420,21 @@ def run_confirm(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items() if n)
         print(summary or "No findings to confirm.")
     return EXIT_FINDINGS if counts["confirmed"] else EXIT_CLEAN
+
+
+def _confirm_files(work, confirm_findings, decode, jobs: int) -> dict:
+    """Verdicts per report; `jobs` files at once (each runs in a child process of its own, so
+    threads are enough here)."""
+    def one(item):
+        report, path, options = item
+        return id(report), confirm_findings(path, decode(path.read_bytes())[0], report.findings, options)
+
+    if jobs == 1 or len(work) < 2:
+        return dict(map(one, work))
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return dict(pool.map(one, work))
 
 
 def run_explain(args: argparse.Namespace) -> int:

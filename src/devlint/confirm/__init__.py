@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from devlint import engine
 from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
+from devlint.confirm.lines import cpu_seconds
 
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run")
 RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005"}
@@ -78,8 +80,9 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
     if runtime:
         result = run_child(path, options)
         spans = _function_spans(source)
+        lines = source.splitlines()
         for i in runtime:
-            verdicts[i] = _judge(findings[i], result, spans)
+            verdicts[i] = _judge(findings[i], result, spans, lines)
     return verdicts
 
 
@@ -104,25 +107,35 @@ def run_child(path: Path, options: Options) -> dict:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
+    progress_read, progress_write = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "devlint.confirm.child", str(write_end)],
+        [sys.executable, "-m", "devlint.confirm.child", str(write_end), str(progress_write)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        pass_fds=(write_end,), start_new_session=True, preexec_fn=limit_memory, env=env, cwd=str(path.parent),
+        pass_fds=(write_end, progress_write), start_new_session=True, preexec_fn=limit_memory, env=env, cwd=str(path.parent),
     )
     os.close(write_end)
+    os.close(progress_write)
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: os.read(read_end, 1 << 16), b"")))
     reader.start()
-    try:
-        out, err = proc.communicate(json.dumps(job).encode(), timeout=options.timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        reader.join()
-        os.close(read_end)
-        return {"fatal": f"timed out after {options.timeout:g} s (the process group was killed)"}
+    watch = _Watch(progress_read, proc.pid)
+    streams: list[bytes] = []
+    talker = threading.Thread(target=lambda: streams.extend(proc.communicate(json.dumps(job).encode())))
+    talker.start()
+    overrun = watch.until_done(proc, talker, options.timeout)
+    if overrun:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it ended as the limit passed
+            pass
+    talker.join()
     reader.join()
+    watch.thread.join()
     os.close(read_end)
+    os.close(progress_read)
+    if overrun:
+        return {"fatal": overrun}
+    out, err = streams
     data = b"".join(chunks)
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
@@ -136,8 +149,67 @@ def run_child(path: Path, options: Options) -> dict:
     return result
 
 
+STARTUP_LIMIT = 300.0  # seconds for the interpreter to start and import torch, before the user's code
+
+
+class _Watch:
+    """Reads the child's progress lines; the timeout counts the user's code alone.
+
+    The clock starts when the child starts importing the user's file (process start and the
+    torch import have their own, generous bound). The user's code has run past the timeout when
+    both its wall time and its CPU time have: wall time alone grows when the machine is busy,
+    CPU time alone grows with every thread torch computes on. Code that waits without computing
+    (a sleep, a lock) is stopped at a wall-time bound of three times the timeout plus 10 s.
+    """
+
+    def __init__(self, fd: int, pid: int) -> None:
+        self.phase = ""
+        self.started: Optional[tuple[float, Optional[float]]] = None  # wall clock, child's CPU time
+        self.pid = pid
+        self.thread = threading.Thread(target=self._read, args=(fd,), daemon=True)
+        self.thread.start()
+
+    def _read(self, fd: int) -> None:
+        buffer = b""
+        while True:
+            data = os.read(fd, 4096)
+            if not data:
+                return
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                phase = line.decode(errors="replace")
+                if phase != "ready" and self.started is None:
+                    self.started = (time.monotonic(), cpu_seconds(self.pid))
+                self.phase = phase
+
+    def until_done(self, proc: subprocess.Popen, talker: threading.Thread, timeout: float) -> Optional[str]:
+        """None when the child finished in time; else what ran past the limit."""
+        launched = time.monotonic()
+        while talker.is_alive():
+            talker.join(0.1)
+            now = time.monotonic()
+            if self.phase == "done":
+                if now - launched > STARTUP_LIMIT + 3 * timeout + 10:
+                    return "timed out: the child did not exit after its run (the process group was killed)"
+                continue
+            if self.started is None:
+                if now - launched > STARTUP_LIMIT:
+                    return (f"timed out: the child did not start the file within {STARTUP_LIMIT:g} s "
+                            f"(process start and the torch import; the process group was killed)")
+                continue
+            wall = now - self.started[0]
+            cpu_now = cpu_seconds(proc.pid)
+            cpu = cpu_now - self.started[1] if cpu_now is not None and self.started[1] is not None else wall
+            if min(wall, cpu) > timeout or wall > 3 * timeout + 10:
+                return (f"timed out after {timeout:g} s of the file's own code: {self.phase or 'the file'} ran past "
+                        f"the limit ({wall:.1f} s of wall time, {cpu:.1f} s of CPU time; process start and the "
+                        f"torch import are not counted; the process group was killed)")
+        return None
+
+
 # --- events to verdicts ------------------------------------------------------------------------
-def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) -> Verdict:
+def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], lines: Optional[list[str]] = None) -> Verdict:
     if "fatal" in result:
         return Verdict("not-run", result["fatal"], use_row=result.get("row"))
     device = result.get("device")
@@ -158,6 +230,12 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
             other = f"; it also pins {pinned.group(0)}, so a model placed on cuda:{int(pinned.group(1)) + 1} meets it there" if pinned else ""
             return verdict("confirmed", f"{_scenario(hit)}: asked for {hit.get('device', 'cuda')}; on a CPU-only host "
                            f"this raises AssertionError: Torch not compiled with CUDA enabled{other}", hit["row"], row)
+        later = _request_after_literal(finding, result, events, lines or [])
+        if later is not None:
+            hit, literal = later
+            return verdict("confirmed", f"line {row} made {literal}; {VIA.get(hit.get('via'), VIA['tensor'])} at line "
+                           f"{hit['row']} ({_scenario(hit)}): on a CPU-only host this raises AssertionError: "
+                           "Torch not compiled with CUDA enabled", hit["row"], row)
     # a run that stopped early leaves what it did not reach undecided (the owning class's runs,
     # or any class's for code outside classes)
     stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
@@ -189,11 +267,56 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
                     "not-reproduced", f"self.{name} stayed on cpu when the module moved "
                     f"({_scenario(behind[0])}), but never met a tensor on another device",
                     None, behind[0]["origin_row"] or row)
+        # a lazy cache shows only in the scenario with a first forward on the CPU: if that run
+        # stopped, the finding is undecided
+        cached = [c["cached"] for c in ([owner] if owner else classes) if c.get("cached", {}).get("status") in ("error", "inconclusive")]
+        if cached and not stopped and not behind:
+            return verdict("inconclusive", cached[0]["reason"], cached[0].get("row"))
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
     if not classes:
         return verdict("not-run", "the file defines no nn.Module class to run")
+    if row in _ran(result):
+        return verdict("not-reproduced", f"line {row} ran, but what it made never reached a CUDA device "
+                       "(no CUDA request, no tensor on another device)", None, row)
     return verdict("not-reached", f"line {row} did not run when the file's modules were built, moved and run")
+
+
+VIA = {"module": "the module was moved there", "tensor": "a tensor was moved there", "factory": "a tensor was made there"}
+
+
+def _ran(result: dict) -> dict[int, int]:
+    """Rows of the user's file that executed, each with the clock at its first execution."""
+    first: dict[int, int] = {}
+    sinks = [result.get("import_lines", [])] + [rows for c in result.get("classes", []) for rows in c.get("lines", {}).values()]
+    for rows in sinks:
+        for row, seq in rows:
+            first[row] = min(seq, first.get(row, seq))
+    return first
+
+
+def _literal(finding: engine.Finding, lines: list[str]) -> Optional[str]:
+    """The device string a DEV001/DEV005 finding points at ("cuda", "cuda:0"), if it is a literal."""
+    line = lines[finding.row - 1] if 0 < finding.row <= len(lines) else ""
+    match = re.match(r"""\s*(['"])(cuda(?::\d+)?)\1""", line[finding.column - 1:])
+    if match is None:
+        match = re.search(r'device "(cuda(?::\d+)?)"', finding.message)
+    return match.group(2 if match.lastindex == 2 else 1) if match else None
+
+
+def _request_after_literal(finding: engine.Finding, result: dict, events: list[dict],
+                           lines: list[str]) -> Optional[tuple[dict, str]]:
+    """A CUDA request for the very device a literal names, made after the literal's line ran
+    (a helper that returns the device, a module later moved there)."""
+    literal = _literal(finding, lines)
+    first = _ran(result).get(finding.row)
+    if literal is None or first is None:
+        return None
+    for event in events:
+        if (event["kind"] == "cuda-request" and event.get("device") == literal and event.get("row") is not None
+                and event.get("seq", -1) >= first):
+            return event, literal
+    return None
 
 
 def _worst(events: list[dict]) -> dict:

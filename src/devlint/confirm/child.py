@@ -31,8 +31,15 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from devlint import names  # imports nothing but Python
 from devlint.confirm import placement
+from devlint.confirm.lines import CLOCK, LineTracer, Progress
+
+PROGRESS = Progress(None)
+TRACER: Optional[LineTracer] = None
 
 STAND_IN = "meta"
+CACHED_RUN = "with a first forward on the CPU, then a move"
+SCENARIO_PHASES = {"build": "its constructor", "move": "its move to the device", "train": "a training-mode forward",
+                   "eval": "an eval-mode forward", "cached": "a forward on the CPU, then a move"}
 
 
 def _torch_callables(qualified_names) -> set:
@@ -55,6 +62,8 @@ class Recorder:
         self.target = target  # "meta" (stand-in) or "cuda"
         self.origin = WeakTensorKeyDictionary()  # tensor -> row where the user's code made it
         self.events: list[dict] = []
+        self.owner = ""  # the class being run, for progress reports
+        self.lines: dict[str, dict[int, int]] = {}  # scenario -> row -> clock at first execution
         self.scenario = "move"
         self.attr_names: dict[int, set[str]] = {}  # id of a left-behind tensor -> attribute names
 
@@ -67,7 +76,20 @@ class Recorder:
         return None
 
     def event(self, kind: str, **data) -> None:
-        self.events.append({"kind": kind, "scenario": self.scenario, **data})
+        self.events.append({"kind": kind, "scenario": self.scenario, "seq": CLOCK.tick(), **data})
+
+    @property
+    def scenario(self) -> str:
+        return self._scenario
+
+    @scenario.setter
+    def scenario(self, value: str) -> None:
+        # each scenario collects the user's lines it runs, and tells the parent where the run is
+        self._scenario = value
+        if TRACER is not None and self.user_file == TRACER.filename:
+            TRACER.sink = self.lines.setdefault(value, {})
+            if self.owner:
+                PROGRESS.send(f"{self.owner}: {SCENARIO_PHASES.get(value, value)}")
 
 
 def _is_cuda_device(value) -> Optional[str]:
@@ -91,6 +113,18 @@ def _from_torch_nn() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _request_via(name: str) -> str:
+    """What a CUDA request did: moved a whole module (Module.to/.cuda on the stack), moved a
+    tensor, or made one."""
+    frame = sys._getframe(2)
+    marker = os.sep + os.path.join("torch", "nn", "modules", "module.py")
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(marker) and frame.f_code.co_name in ("to", "cuda", "_apply"):
+            return "module"
+        frame = frame.f_back
+    return "tensor" if name in ("to", "cuda") else "factory"
 
 
 class FunctionRecorder(TorchFunctionMode):
@@ -135,7 +169,7 @@ class FunctionRecorder(TorchFunctionMode):
                 kwargs["device"] = STAND_IN
         if request is not None:
             row = rec.user_row()
-            rec.event("cuda-request", row=row, device=request)
+            rec.event("cuda-request", row=row, device=request, via=_request_via(name))
         if name in placement.CHECKED_CALLS:
             args, kwargs = _checked_call(rec, func, args, kwargs)
         result = func(*args, **kwargs)
@@ -240,6 +274,9 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 def make_inputs(specs: list[dict], device: str) -> tuple:
     out = []
     for spec in specs:
+        if "value" in spec or "error" in spec:
+            out.append(given_input(spec, device))
+            continue
         dtype = DTYPES.get(spec.get("dtype", "float32"), torch.float32)
         if dtype.is_floating_point:
             out.append(torch.zeros(spec["shape"], dtype=dtype, device=device))
@@ -258,13 +295,7 @@ def make_kwargs(values: dict, device: str) -> dict:
 
 def input_guesses(model: torch.nn.Module, user_module, cls) -> list[tuple[str, list[dict]]]:
     """Candidate inputs, best first: user hook, Lightning/transformers attributes, the first layer."""
-    guesses = []
-    hook = getattr(user_module, "devlint_example_inputs", None)
-    if callable(hook):
-        value = hook(cls)
-        if value is not None:
-            tensors = value if isinstance(value, (tuple, list)) else (value,)
-            guesses.append(("devlint_example_inputs()", [{"shape": list(t.shape), "dtype": str(t.dtype).split(".")[-1]} for t in tensors]))
+    guesses = hook_guesses(user_module, cls)
     for attr in ("example_input_array", "dummy_inputs"):
         value = getattr(model, attr, None)
         if isinstance(value, torch.Tensor):
@@ -300,7 +331,59 @@ def input_guesses(model: torch.nn.Module, user_module, cls) -> list[tuple[str, l
         else:
             continue
         break
+    return guesses + holder_guesses(model, forward_params)
+
+
+def hook_guesses(user_module, cls) -> list[tuple[str, list[dict]]]:
+    """What `devlint_example_inputs(cls)` returns, as given: tensors keep their values and dtypes
+    (each run moves them to its device), other values are passed as they are."""
+    hook = getattr(user_module, "devlint_example_inputs", None)
+    if not callable(hook):
+        return []
+    try:
+        value = hook(cls)
+    except Exception as exc:  # noqa: BLE001 - user code: the run reports it
+        return [("devlint_example_inputs()", [{"error": f"devlint_example_inputs({cls.__name__}) raised {type(exc).__name__}: {exc}"}])]
+    if value is None:
+        return []
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return [("devlint_example_inputs()", [{"value": v} for v in values])]
+
+
+def holder_guesses(model: torch.nn.Module, forward_params: list) -> list[tuple[str, list[dict]]]:
+    """Inputs for modules no layer describes: a module with no parameters that holds tables
+    (a positional encoding adds its table to an input of the table's width), and a forward
+    that takes no input at all."""
+    guesses = []
+    if len(forward_params) == 1 and not any(True for _ in model.parameters()):
+        widths = []
+        for module in model.modules():
+            for value in list(vars(module).values()) + list(module.buffers(recurse=False)):
+                if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.is_floating_point():
+                    if value.shape[-1] not in widths:
+                        widths.append(value.shape[-1])
+        for width in widths[:2]:
+            guesses.append(("a table the module holds", [{"shape": [2, 4, width]}]))
+            guesses.append(("a table the module holds", [{"shape": [2, width]}]))
+    if not forward_params:
+        guesses.append(("forward takes no input", []))
     return guesses
+
+
+def given_input(spec: dict, device: str):
+    if "error" in spec:
+        raise RuntimeError(spec["error"])
+    move = lambda v: v.to(device) if isinstance(v, torch.Tensor) else v
+    return tree_map(move, spec["value"])
+
+
+def describe_inputs(specs: list[dict]) -> list:
+    """A run's inputs as JSON: shapes and dtypes, values other than tensors by their type."""
+    def one(value):
+        if isinstance(value, torch.Tensor):
+            return {"shape": list(value.shape), "dtype": str(value.dtype).split(".")[-1]}
+        return type(value).__name__
+    return [tree_map(one, s["value"]) if "value" in s else s.get("error", s) for s in specs]
 
 
 def left_behind(model: torch.nn.Module, target: str, rec: Recorder) -> list[dict]:
@@ -371,7 +454,7 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
                 extra = make_kwargs(spec.get("forward_kwargs") or {}, device)
                 with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec), torch.no_grad():
                     model(*inputs, **extra)
-                runs.append({"mode": rec.scenario, "inputs": specs, "source": source, "status": "ran"})
+                runs.append({"mode": rec.scenario, "inputs": describe_inputs(specs), "source": source, "status": "ran"})
         except BaseException as exc:  # noqa: BLE001 - user code
             row = user_frame_row(exc, user_file)
             if data_dependent(exc):
@@ -388,33 +471,49 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
                              "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"})
         outcome["runs"] = runs
         if all(r["status"] == "ran" for r in runs):
-            _cached_then_moved(cls, kwargs, specs, device, rec)
+            cached = _cached_then_moved(cls, kwargs, specs, device, rec)
+            if cached is not None:
+                outcome["cached"] = cached
         return outcome
     outcome.update(status="not-run", reason=f"no input fitted {cls.__name__}.forward (last: {last_error})")
     return outcome
 
 
-def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_params: int = 20_000_000) -> None:
+def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_params: int = 20_000_000) -> Optional[dict]:
     """The bug a single placement hides: a cache filled by a first forward on the CPU, then the
-    model moved. Real CPU compute, so only for models of modest size."""
+    model moved. Real CPU compute, so only for models of modest size. Every cache left behind is
+    reported (the recorder heals each mix, so one run meets them all); None when the scenario
+    ran through, else why it stopped or was skipped."""
     probe = Recorder(rec.user_file, STAND_IN)
+    rec.scenario = "cached"  # the lines of this scenario, the CPU forward's included
+    stage = "building it for the CPU"
     try:
         with FunctionRecorder(probe, params_on_stand_in=True):
             size = sum(p.numel() for p in cls(**(kwargs or {})).parameters())
         if size > max_params:
-            return
+            return {"status": "skipped", "reason": f"{size:,} parameters: a first forward on the CPU would cost real compute"}
         model = cls(**(kwargs or {}))
-        with torch.no_grad():
+        stage = "its first forward on the CPU"
+        # provenance of what the CPU forward makes, so that a slice of a cache still names it
+        with FunctionRecorder(probe, params_on_stand_in=False), torch.no_grad():
             model(*make_inputs(specs, "cpu"))
-        rec.scenario = "cached"
+        for tensor, row in probe.origin.items():
+            rec.origin[tensor] = row
+        stage = "the move"
         with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec):
             model.to(device)
         for item in left_behind(model, device, rec):
             rec.event("left-behind", **item)
+        stage = "the forward after the move"
         with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec), torch.no_grad():
             model(*make_inputs(specs, device))
-    except BaseException:  # noqa: BLE001 - a best-effort extra scenario
-        pass
+    except BaseException as exc:  # noqa: BLE001 - user code; the verdicts give the reason
+        row = user_frame_row(exc, rec.user_file)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        where = f" at line {row}" if row else ""
+        return {"status": "inconclusive" if data_dependent(exc) else "error", "row": row,
+                "reason": f"the run {CACHED_RUN} stopped in {stage}{where}: {type(exc).__name__}: {first}"}
+    return None
 
 
 def self_test() -> Optional[str]:
@@ -455,10 +554,13 @@ def run(job: dict) -> dict:
                              "run `devlint confirm --device cuda` on a GPU machine, or another torch version"}
     path = Path(job["file"]).resolve()
     user_file = str(path)
+    import_lines = start_tracing(user_file)
+    PROGRESS.send(f"importing {path.name}")
     try:
         user_module = import_user_file(path)
     except BaseException as exc:  # noqa: BLE001 - user code
-        return {"fatal": f"cannot import {path.name}: {type(exc).__name__}: {exc}", "row": user_frame_row(exc, user_file)}
+        return {"fatal": f"cannot import {path.name}: {type(exc).__name__}: {exc}", "row": user_frame_row(exc, user_file),
+                "import_lines": _pairs(import_lines)}
     classes = module_classes(user_module)
     wanted = job.get("classes") or {}
     if job.get("only"):
@@ -468,11 +570,32 @@ def run(job: dict) -> dict:
     results = []
     for cls in classes:
         rec = Recorder(user_file, target)
+        rec.owner = cls.__name__
         outcome = run_class(cls, wanted.get(cls.__name__, {}), job, user_module, rec)
         outcome["events"] = rec.events
         outcome["span"] = _span(cls)
+        outcome["lines"] = {scenario: _pairs(rows) for scenario, rows in rec.lines.items()}
         results.append(outcome)
-    return {"classes": results, "device": "stand-in (meta)" if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})"}
+    stop_tracing()
+    return {"classes": results, "device": "stand-in (meta)" if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})",
+            "import_lines": _pairs(import_lines)}
+
+
+def start_tracing(user_file: str) -> dict[int, int]:
+    """Record the user's lines from here on; returns the sink of the import's own lines."""
+    global TRACER
+    TRACER = LineTracer(user_file)
+    TRACER.start()
+    return TRACER.sink
+
+
+def stop_tracing() -> None:
+    if TRACER is not None:
+        TRACER.stop()
+
+
+def _pairs(rows: dict[int, int]) -> list[list[int]]:
+    return sorted([row, seq] for row, seq in rows.items())
 
 
 def _span(cls) -> list[int]:
@@ -484,14 +607,26 @@ def _span(cls) -> list[int]:
 
 
 def main() -> None:
+    global PROGRESS
     channel = int(sys.argv[1])
+    PROGRESS = Progress(int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    PROGRESS.send("ready")  # torch is imported: the user's time starts with the import of the file
     job = json.load(sys.stdin)
     try:
         result = run(job)
     except BaseException as exc:  # noqa: BLE001
         result = {"fatal": f"{type(exc).__name__}: {exc}"}
+    stop_tracing()
+    PROGRESS.send("done")  # what follows (the result, the interpreter's exit) is not the file's time
     with os.fdopen(channel, "w") as out:
         json.dump(result, out)
+    # skip the interpreter's teardown (seconds with torch loaded); the user's output is flushed
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 if __name__ == "__main__":
