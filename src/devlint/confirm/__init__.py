@@ -366,7 +366,7 @@ def _judge_hidden(case: Case) -> Optional[Verdict]:
     if left:
         h = left[0]
         held = ", ".join(h["items"])
-        said = (f"{_scenario(h)}, the {h['tensors']} tensors ({h['numel']:,} values) of the {held} in self.{name} "
+        said = (f"{_scenario(h)}, the {_count(h['tensors'], 'tensor')} ({_count(h['numel'], 'value')}) of the {held} in self.{name} "
                 f"stayed on cpu, and model.parameters() does not list them")
         mixes = [e for e in case.of_kind("mix") if name in e["attrs"]]
         if mixes:
@@ -375,10 +375,14 @@ def _judge_hidden(case: Case) -> Optional[Verdict]:
         return case.verdict("confirmed", said, None, row)
     h = hidden[0]
     if h["tensors"]:
-        return case.verdict("not-reproduced", f"the {h['tensors']} tensors in self.{name} were on {', '.join(h['devices'])} "
+        return case.verdict("not-reproduced", f"the {_count(h['tensors'], 'tensor')} in self.{name} were on {', '.join(h['devices'])} "
                             f"already, though model.parameters() does not list them", None, row)
     return case.verdict("not-reproduced", f"the {', '.join(h['items'])} in self.{name} hold no parameters or buffers: the "
                         f"move has nothing to leave behind (.train()/.eval() still skip them)", None, row)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _judge_discarded(case: Case) -> Optional[Verdict]:
