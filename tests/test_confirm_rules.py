@@ -348,3 +348,38 @@ def test_code_no_module_run_reaches_is_not_run_with_the_reason(tmp_path):
     assert messages[1] == ("DEV010 at line 14 is in the function train(), which no module run reached; "
                            "only nn.Module classes are built and run")
     assert messages[3] == "DEV010 at line 30 is in script code that confirm does not run; only nn.Module classes are built and run"
+
+
+def test_unreached_lines_of_a_called_function_and_after_a_copy_to_the_host(tmp_path):
+    results = confirm(tmp_path, """
+        def shifted(x, scale=None):
+            bias = torch.ones(8)
+            bias.to(x.device)
+            if scale is not None:
+                torch.cuda.synchronize()
+            return x + bias
+
+
+        class Shift(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return shifted(self.proj(x))
+
+
+        class Branch(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                if x.cpu().sum() > 0:
+                    torch.cuda.synchronize()
+                return self.proj(x)
+    """, "--select", "DEV011")
+    # shifted() ran (called by Shift.forward), so its skipped line is not-reached, not not-run
+    assert statuses(results) == [("DEV011", 6, "not-reached"), ("DEV011", 26, "inconclusive")]
+    assert results[1][2]["message"] == ("line 30 did not run, but on the stand-in the copies to the host at line 29 "
+                                        "hold zeros, so a branch on their values may have gone another way")

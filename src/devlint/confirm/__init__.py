@@ -198,11 +198,15 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
                     None, behind[0]["origin_row"] or row)
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
-    outside = (scopes or Scopes()).outside_classes(finding)
+    outside = (scopes or Scopes()).outside_classes(finding, events)
     if outside:
         return verdict("not-run", outside)
     if not classes:
         return verdict("not-run", "the file defines no nn.Module class to run")
+    copies = _host_copies(owner)
+    if copies:
+        return verdict("inconclusive", f"line {row} did not run, but on the stand-in the copies to the host at line "
+                       f"{copies} hold zeros, so a branch on their values may have gone another way", None)
     return verdict("not-reached", f"line {row} did not run when the file's modules were built, moved and run")
 
 
@@ -291,12 +295,15 @@ class Scopes:
         first, last = min(around, key=lambda c: c[1] - c[0]) if around else (row, row)
         return set(range(first, last + 1))
 
-    def outside_classes(self, finding: engine.Finding) -> Optional[str]:
-        """Why a finding outside every class is not run, or None for one inside a class."""
+    def outside_classes(self, finding: engine.Finding, events: list[dict]) -> Optional[str]:
+        """Why a finding outside every class is not run, or None for one inside a class, or inside a
+        function that a module's run was seen in (its events name a line of it)."""
         row = finding.row
         if not self.calls and not self.classes and not self.functions or any(a <= row <= b for a, b in self.classes):
             return None
         where = [f for f in self.functions if f[0] <= row <= f[1]]
+        if where and any(f[0] <= (e.get("row") or 0) <= f[1] for f in where for e in events):
+            return None
         place = f"the function {min(where, key=lambda f: f[1] - f[0])[2]}(), which no module run reached" if where \
             else "script code that confirm does not run"
         return f"{finding.code} at line {row} is in {place}; only nn.Module classes are built and run"
@@ -379,6 +386,11 @@ def _judge_hidden(case: Case) -> Optional[Verdict]:
                             f"already, though model.parameters() does not list them", None, row)
     return case.verdict("not-reproduced", f"the {', '.join(h['items'])} in self.{name} hold no parameters or buffers: the "
                         f"move has nothing to leave behind (.train()/.eval() still skip them)", None, row)
+
+
+def _host_copies(owner: Optional[dict]) -> str:
+    """The lines where the stand-in served a copy to the host (zeros: meta tensors hold no data)."""
+    return ", ".join(str(r) for r in sorted({e["row"] for e in (owner or {}).get("events", []) if e["kind"] == "host-copy"}))
 
 
 def _count(n: int, word: str) -> str:

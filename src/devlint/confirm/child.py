@@ -451,19 +451,23 @@ def _to_host(args, kwargs) -> bool:
 
 
 def rule_call_before(rec: Recorder, name: str, args, kwargs) -> Optional[tuple]:
-    """`.numpy()` is recorded with the device of its tensor (on CUDA it raises TypeError). On the
-    stand-in, a copy to the host (`.cpu()`, `.to("cpu")`, `.numpy()`) of a stand-in tensor gives
-    zeros of its shape, since meta tensors hold no data; returns `(result,)` when it serves the call."""
+    """`.numpy()` in the user's code is recorded with the device of its tensor (on CUDA it raises
+    TypeError). On the stand-in, the user's copy to the host (`.cpu()`, `.to("cpu")`, `.numpy()`)
+    of a stand-in tensor gives zeros of its shape, since meta tensors hold no data (recorded, so
+    that a line the zeros steered away from is not called unreached without a word); returns
+    `(result,)` when it serves the call."""
     tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
     if tensor is None or name not in ("numpy", "cpu", "to"):
         return None
+    row = _direct_user_row(rec)
+    if row is None:
+        return None
     if name == "numpy":
-        row = _direct_user_row(rec)
-        if row is not None:
-            _once(rec, "numpy", row=row, device=_shown(tensor.device))
+        _once(rec, "numpy", row=row, device=_shown(tensor.device))
     on_stand_in = rec.target == STAND_IN and tensor.device.type == STAND_IN
     if not on_stand_in or (name == "to" and not _to_host(args, kwargs)):
         return None
+    _once(rec, "host-copy", row=row)
     host = torch.zeros(tensor.shape, dtype=tensor.dtype)
     if name == "numpy":
         return (host.numpy(),)
