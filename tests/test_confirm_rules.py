@@ -15,7 +15,7 @@ HEADER = "import torch\nfrom torch import nn\n\n\n"
 def confirm(tmp_path, source, *args, name="models.py"):
     """(code, row, confirm record) per finding; rows count from the line after HEADER."""
     (tmp_path / name).write_text(HEADER + textwrap.dedent(source))
-    r = devlint("confirm", "--output-format", "json", *args, name, cwd=tmp_path)
+    r = devlint("confirm", "--output-format", "json", "--device", "stand-in", *args, name, cwd=tmp_path)
     assert r.returncode in (0, 1), r.stderr
     return [(x["code"], x["location"]["row"] - 4, x["confirm"]) for x in json.loads(r.stdout)]
 
@@ -383,3 +383,48 @@ def test_unreached_lines_of_a_called_function_and_after_a_copy_to_the_host(tmp_p
     assert statuses(results) == [("DEV011", 6, "not-reached"), ("DEV011", 26, "inconclusive")]
     assert results[1][2]["message"] == ("line 30 did not run, but on the stand-in the copies to the host at line 29 "
                                         "hold zeros, so a branch on their values may have gone another way")
+
+
+@pytest.mark.skipif(torch.version.cuda is not None, reason="the messages are the CPU build's")
+def test_dev011_cuda_types_and_contexts_fail_by_themselves(tmp_path):
+    """set_device is played (a no-op on the stand-in) and recorded; streams, device contexts and
+    legacy types raise on the CPU build as they are, and the failure is charged to its line."""
+    results = confirm(tmp_path, """
+        class Streamed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                torch.cuda.set_device(0)
+                stream = torch.cuda.Stream()
+                return self.proj(x)
+
+
+        class InDevice(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                with torch.cuda.device(0):
+                    return self.proj(x)
+
+
+        class Legacy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return self.proj(x) + torch.cuda.FloatTensor(8).zero_()
+    """, "--select", "DEV011")
+    assert statuses(results) == [("DEV011", row, "confirmed") for row in (8, 9, 19, 29)]
+    messages = [c["message"] for _, _, c in results]
+    assert messages == [
+        "in a training-mode forward: torch.cuda.set_device() was called; on a CPU-only host (the CPU build of torch) "
+        "it raises AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
+        "in a training-mode forward: RuntimeError: torch.cuda.Stream requires CUDA support",
+        "in a training-mode forward: RuntimeError: PyTorch was compiled without CUDA support",
+        "in a training-mode forward: TypeError: type torch.cuda.FloatTensor not available. Torch not compiled with CUDA enabled.",
+    ]
