@@ -513,11 +513,20 @@ def _container_items(value) -> list:
 
 
 def hidden_modules(model: torch.nn.Module, rec: Recorder) -> None:
+    try:
+        _hidden_modules(model, rec)
+    except Exception:  # noqa: BLE001 - user containers of any kind: the run goes on without this evidence
+        pass
+
+
+def _hidden_modules(model: torch.nn.Module, rec: Recorder, max_values: int = 50_000_000) -> None:
     """Modules and parameters in plain containers (DEV009): `model.to()` and `model.parameters()`
     do not see them. On the stand-in, torch.nn's layers were built straight on the stand-in, so the
     hidden ones are put back on the CPU, where the build would have left them. Mixes made inside a
-    hidden module's forward name its attribute."""
+    hidden module's forward name its attribute. Above `max_values` they stay on the stand-in
+    (no real memory is spent) and are reported on the CPU all the same."""
     known = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
+    budget = max_values
     for owner in model.modules():
         for name, value in list(vars(owner).items()):
             if name in NN_MODULE_STATE:
@@ -529,8 +538,10 @@ def hidden_modules(model: torch.nn.Module, rec: Recorder) -> None:
                 continue
             for module in modules:
                 tensors = list(module.parameters()) + list(module.buffers())
+                size = sum(t.numel() for t in tensors)
                 if (rec.target == STAND_IN and tensors and all(id(t) not in known for t in tensors)
-                        and any(t.device.type == STAND_IN for t in tensors)):
+                        and any(t.device.type == STAND_IN for t in tensors) and size <= budget):
+                    budget -= size
                     module.to_empty(device="cpu")
                     with torch.no_grad():
                         for t in list(module.parameters()) + list(module.buffers()):
@@ -545,7 +556,8 @@ def hidden_modules(model: torch.nn.Module, rec: Recorder) -> None:
             rec.event("hidden", attr=name, module=type(owner).__name__,
                       items=sorted({type(m).__name__ for m in modules} | ({"Parameter"} if loose else set())),
                       count=len(modules) + len(loose), tensors=len(hidden), numel=sum(t.numel() for t in hidden),
-                      devices=sorted({_shown(t.device) for t in hidden}))
+                      devices=sorted({"cpu" if rec.target == STAND_IN and t.device.type == STAND_IN else _shown(t.device)
+                                      for t in hidden}))
 
 
 def _tag_mixes(module: torch.nn.Module, attr: str, rec: Recorder) -> None:
@@ -608,9 +620,12 @@ def watch_cuda_api() -> None:
     for qualified in cuda_api.RAISES_WITHOUT_CUDA:
         *path, attribute = qualified.split(".")[1:]
         owner = torch
-        for part in path:
-            owner = getattr(owner, part, None)
-        function = getattr(owner, attribute, None)
+        try:
+            for part in path:
+                owner = getattr(owner, part, None)
+            function = getattr(owner, attribute, None)
+        except Exception:  # noqa: BLE001 - a submodule that fails to load lazily: nothing to watch there
+            continue
         if owner is None or not (inspect.isfunction(function) or inspect.isbuiltin(function)):
             continue
         setattr(owner, attribute, _watched(qualified, function))
