@@ -203,7 +203,7 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
         return verdict("not-run", outside)
     if not classes:
         return verdict("not-run", "the file defines no nn.Module class to run")
-    copies = _host_copies(owner)
+    copies = _host_copies(owner, _span_of(row, spans))
     if copies:
         return verdict("inconclusive", f"line {row} did not run, but on the stand-in the copies to the host at line "
                        f"{copies} hold zeros, so a branch on their values may have gone another way", None)
@@ -388,9 +388,13 @@ def _judge_hidden(case: Case) -> Optional[Verdict]:
                         f"move has nothing to leave behind (.train()/.eval() still skip them)", None, row)
 
 
-def _host_copies(owner: Optional[dict]) -> str:
-    """The lines where the stand-in served a copy to the host (zeros: meta tensors hold no data)."""
-    return ", ".join(str(r) for r in sorted({e["row"] for e in (owner or {}).get("events", []) if e["kind"] == "host-copy"}))
+def _host_copies(owner: Optional[dict], function: tuple[int, int]) -> str:
+    """The lines where the stand-in served a copy to the host (zeros: meta tensors hold no data),
+    when the function around the unreached line ran: its other lines left events."""
+    events = (owner or {}).get("events", [])
+    if not any(function[0] <= (e.get("row") or 0) <= function[1] for e in events):
+        return ""
+    return ", ".join(str(r) for r in sorted({e["row"] for e in events if e["kind"] == "host-copy"}))
 
 
 def _count(n: int, word: str) -> str:
