@@ -19,20 +19,21 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
-from devlint import engine
+from devlint import cuda_api, engine
 from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
 from devlint.confirm.lines import cpu_seconds
 
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run")
-RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005"}
+RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012"}
 SCENARIO_NAMES = {
     "build": "while building the module",
     "move": "when the module was moved",
     "train": "in a training-mode forward",
     "eval": "in an eval-mode forward",
     "cached": "after a first forward on the CPU, then a move",
+    "moved-back": "built for the GPU (device=\"cuda\") and moved back to the CPU",
 }
 
 
@@ -81,8 +82,9 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
         result = run_child(path, options)
         spans = _function_spans(source)
         lines = source.splitlines()
+        scopes = Scopes.of(source)
         for i in runtime:
-            verdicts[i] = _judge(findings[i], result, spans, lines)
+            verdicts[i] = _judge(findings[i], result, spans, lines, scopes)
     return verdicts
 
 
@@ -209,7 +211,8 @@ class _Watch:
 
 
 # --- events to verdicts ------------------------------------------------------------------------
-def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], lines: Optional[list[str]] = None) -> Verdict:
+def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], lines: Optional[list[str]] = None,
+           scopes: Optional["Scopes"] = None) -> Verdict:
     if "fatal" in result:
         return Verdict("not-run", result["fatal"], use_row=result.get("row"))
     device = result.get("device")
@@ -239,6 +242,11 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
     # a run that stopped early leaves what it did not reach undecided (the owning class's runs,
     # or any class's for code outside classes)
     stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
+    judge = RULE_JUDGES.get(finding.code)
+    if judge is not None:
+        found = judge(Case(finding, events, bool(stopped), verdict, scopes or Scopes()))
+        if found is not None:
+            return found
     if owner is not None and owner["status"] == "not-run":
         return verdict("not-run", owner["reason"])
     if finding.code == "DEV003":
@@ -274,11 +282,19 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
             return verdict("inconclusive", cached[0]["reason"], cached[0].get("row"))
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
+    ran = _ran(result)
+    outside = (scopes or Scopes()).outside_classes(finding, events, ran)
+    if outside:
+        return verdict("not-run", outside)
     if not classes:
         return verdict("not-run", "the file defines no nn.Module class to run")
-    if row in _ran(result):
+    if row in ran:
         return verdict("not-reproduced", f"line {row} ran, but what it made never reached a CUDA device "
                        "(no CUDA request, no tensor on another device)", None, row)
+    copies = _host_copies(owner, _span_of(row, spans))
+    if copies:
+        return verdict("inconclusive", f"line {row} did not run, but on the stand-in the copies to the host at line "
+                       f"{copies} hold zeros, so a branch on their values may have gone another way", None)
     return verdict("not-reached", f"line {row} did not run when the file's modules were built, moved and run")
 
 
@@ -371,3 +387,212 @@ def _literal_path(path: Path, source: str, finding: engine.Finding) -> Optional[
         if candidate.is_file():
             return candidate
     return None
+
+
+# --- DEV007-DEV012: per-rule judges --------------------------------------------------------------
+@dataclass
+class Scopes:
+    """Where a finding stands in its file: the classes and plain functions, and each call's lines."""
+    classes: list[tuple[int, int]] = field(default_factory=list)
+    functions: list[tuple[int, int, str]] = field(default_factory=list)  # outside classes
+    calls: list[tuple[int, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, source: str) -> "Scopes":
+        scopes = cls()
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return scopes
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                scopes.classes.append((node.lineno, node.end_lineno or node.lineno))
+            elif isinstance(node, ast.Call):
+                scopes.calls.append((node.lineno, node.end_lineno or node.lineno))
+        scopes.functions = [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree)
+                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and not any(a <= n.lineno <= b for a, b in scopes.classes)]
+        return scopes
+
+    def call_rows(self, row: int) -> set[int]:
+        """The lines of the smallest call around `row`: a tensor is made on the line its call starts."""
+        around = [c for c in self.calls if c[0] <= row <= c[1]]
+        first, last = min(around, key=lambda c: c[1] - c[0]) if around else (row, row)
+        return set(range(first, last + 1))
+
+    def outside_classes(self, finding: engine.Finding, events: list[dict], ran: Iterable[int] = ()) -> Optional[str]:
+        """Why a finding outside every class is not run, or None for one inside a class, or inside a
+        function that a module's run reached (a line of it ran, or its events name one)."""
+        row = finding.row
+        if not self.calls and not self.classes and not self.functions or any(a <= row <= b for a, b in self.classes):
+            return None
+        where = [f for f in self.functions if f[0] <= row <= f[1]]
+        rows = set(ran) | {e.get("row") or 0 for e in events}
+        if where and any(f[0] < r <= f[1] for f in where for r in rows):  # the def line runs at import
+            return None
+        place = f"the function {min(where, key=lambda f: f[1] - f[0])[2]}(), which no module run reached" if where \
+            else "script code that confirm does not run"
+        return f"{finding.code} at line {row} is in {place}; only nn.Module classes are built and run"
+
+
+@dataclass
+class Case:
+    finding: engine.Finding
+    events: list[dict]
+    stopped: bool  # a run of the owning class (or of every class) stopped early
+    verdict: object  # (status, message, use=None, origin=None) -> Verdict
+    scopes: Scopes
+
+    def of_kind(self, kind: str, rows: Optional[set[int]] = None) -> list[dict]:
+        return [e for e in self.events if e["kind"] == kind and (rows is None or e.get("row") in rows)]
+
+    def mixes_from(self, rows: set) -> list[dict]:
+        return [e for e in self.events if e["kind"] == "mix" and rows & set(e["origin_rows"])]
+
+
+def _judge_input(case: Case) -> Optional[Verdict]:
+    """DEV007: a CPU value (made here, or used here) that meets a placed one."""
+    row = case.finding.row
+    rows = case.scopes.call_rows(row)
+    mixes = case.mixes_from(rows) or [e for e in case.of_kind("mix") if e["row"] == row]
+    if mixes:
+        hit = _worst(mixes)
+        return case.verdict(hit["verdict"], f"{_scenario(hit)}: {hit['message']}", hit["row"], row)
+    made = case.of_kind("factory", rows)
+    if made and all(e.get("device") != "cpu" for e in made):
+        return case.verdict("not-reproduced", f"the tensor made at line {row} was already on the device ({made[0].get('device')})", None, row)
+    if made and not case.stopped:
+        return case.verdict("not-reproduced", f"the tensor made at line {row} never met a tensor on another device", None, row)
+    return None
+
+
+NUMPY_ERROR = ("TypeError: can't convert {device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+               "memory first.")
+
+
+def _judge_numpy(case: Case) -> Optional[Verdict]:
+    """DEV008: `.numpy()` called on a tensor on the device."""
+    row = case.finding.row
+    rows = case.scopes.call_rows(row)
+    calls = case.of_kind("numpy", rows)
+    on_device = [e for e in calls if not e["device"].startswith("cpu")]
+    if on_device:
+        hit = on_device[0]
+        return case.verdict("confirmed", f"{_scenario(hit)}: .numpy() got a tensor on {hit['device']}; on CUDA this raises "
+                            + NUMPY_ERROR.format(device=hit["device"]), hit["row"], row)
+    failed = [e for e in case.of_kind("cuda-failure", rows) if "numpy" in e.get("message", "")]
+    if failed:
+        return case.verdict("confirmed", f"{_scenario(failed[0])}: {failed[0]['message']}", failed[0]["row"], row)
+    if calls:
+        return case.verdict("not-reproduced", f"the .numpy() at line {row} got a tensor on the CPU", calls[0]["row"], row)
+    return None
+
+
+def _judge_hidden(case: Case) -> Optional[Verdict]:
+    """DEV009: modules in a plain container that the move and `parameters()` do not see."""
+    row = case.finding.row
+    name = _attribute(case.finding)
+    hidden = [e for e in case.of_kind("hidden") if e["attr"] == name]
+    if not hidden:
+        return None
+    left = [e for e in hidden if "cpu" in e["devices"]]
+    if left:
+        h = left[0]
+        held = ", ".join(h["items"])
+        said = (f"{_scenario(h)}, the {_count(h['tensors'], 'tensor')} ({_count(h['numel'], 'value')}) of the {held} in self.{name} "
+                f"stayed on cpu, and model.parameters() does not list them")
+        mixes = [e for e in case.of_kind("mix") if name in e["attrs"]]
+        if mixes:
+            hit = _worst(mixes)
+            return case.verdict("confirmed", f"{said}; {_scenario(hit)}: {hit['message']}", hit["row"], row)
+        return case.verdict("confirmed", said, None, row)
+    h = hidden[0]
+    if h["tensors"]:
+        return case.verdict("not-reproduced", f"the {_count(h['tensors'], 'tensor')} in self.{name} were on {', '.join(h['devices'])} "
+                            f"already, though model.parameters() does not list them", None, row)
+    return case.verdict("not-reproduced", f"the {', '.join(h['items'])} in self.{name} hold no parameters or buffers: the "
+                        f"move has nothing to leave behind (.train()/.eval() still skip them)", None, row)
+
+
+def _host_copies(owner: Optional[dict], function: tuple[int, int]) -> str:
+    """The lines where the stand-in served a copy to the host (zeros: meta tensors hold no data),
+    when the function around the unreached line ran: its other lines left events."""
+    events = (owner or {}).get("events", [])
+    if not any(function[0] <= (e.get("row") or 0) <= function[1] for e in events):
+        return ""
+    return ", ".join(str(r) for r in sorted({e["row"] for e in events if e["kind"] == "host-copy"}))
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _judge_discarded(case: Case) -> Optional[Verdict]:
+    """DEV010: a move whose copy is dropped, so the tensor stays where it was."""
+    row = case.finding.row
+    moves = case.of_kind("tensor-move", case.scopes.call_rows(row))
+    copies = [e for e in moves if e["copied"]]
+    if copies:
+        c = copies[0]
+        said = f".{c['method']}() at line {c['row']} returned a copy on {c['to']}, and the tensor itself stayed on {c['stayed']}"
+        mixes = case.mixes_from({c["origin_row"]}) if c["origin_row"] is not None else []
+        if mixes:
+            hit = _worst(mixes)
+            return case.verdict(hit["verdict"], f"{said}; {_scenario(hit)}: {hit['message']}", hit["row"], c["origin_row"])
+        return case.verdict("confirmed", f"{_scenario(c)}: {said}", c["row"], c["origin_row"])
+    if moves:
+        m = moves[0]
+        return case.verdict("not-reproduced", f"the tensor was on {m['stayed']} already: .{m['method']}() returned it as it "
+                            "was, so the dropped result changed nothing", m["row"], row)
+    return None
+
+
+def _judge_cuda_api(case: Case) -> Optional[Verdict]:
+    """DEV011: a torch.cuda call that raises on a host without CUDA."""
+    row = case.finding.row
+    rows = case.scopes.call_rows(row)
+    calls = case.of_kind("cuda-api", rows)
+    if calls:
+        hit = calls[0]
+        name = hit["name"]
+        error = f"{cuda_api.RAISES_WITHOUT_CUDA.get(name, 'an error')}: {cuda_api.MESSAGES.get(name, '')}".rstrip(": ")
+        return case.verdict("confirmed", f"{_scenario(hit)}: {name}() was called; on a CPU-only host (the CPU build of "
+                            f"torch) it raises {error}", hit["row"], row)
+    failed = case.of_kind("cuda-failure", rows)
+    if failed:
+        return case.verdict("confirmed", f"{_scenario(failed[0])}: {failed[0]['message']}", failed[0]["row"], row)
+    return None
+
+
+def _judge_stale_device(case: Case) -> Optional[Verdict]:
+    """DEV012: `self.NAME` still names the device of `__init__` after the module moved."""
+    row = case.finding.row
+    rows = case.scopes.call_rows(row)
+    name = _attribute(case.finding)
+    mixes = [e for e in case.mixes_from(rows) if e["scenario"] != "moved-back"]
+    if mixes:
+        hit = _worst(mixes)
+        return case.verdict(hit["verdict"], f"the tensor placed with self.{name} at line {row} was made on cpu, where the "
+                            f"module was built, after the module moved; {_scenario(hit)}: {hit['message']}", hit["row"], row)
+    for i, made in enumerate(case.events):
+        if made["kind"] == "factory" and made["scenario"] == "moved-back" and made["row"] in rows and made.get("device") != "cpu":
+            after = [e for e in case.events[i:] if e["kind"] == "mix" and e["scenario"] == "moved-back"]
+            if after:
+                hit = _worst(after)
+                return case.verdict(hit["verdict"], f"{_scenario(hit)}: the tensor placed with self.{name} at line {row} was "
+                                    f"made on the GPU while the weights were on cpu: {hit['message']}", hit["row"], row)
+    made = [e for e in case.of_kind("factory", rows) if e["scenario"] != "moved-back"]
+    if made and not case.stopped:
+        return case.verdict("not-reproduced", f"the tensor placed with self.{name} at line {row} never met a tensor on "
+                            "another device", None, row)
+    return None
+
+
+RULE_JUDGES = {
+    "DEV007": _judge_input,
+    "DEV008": _judge_numpy,
+    "DEV009": _judge_hidden,
+    "DEV010": _judge_discarded,
+    "DEV011": _judge_cuda_api,
+    "DEV012": _judge_stale_device,
+}

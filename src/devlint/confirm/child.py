@@ -40,6 +40,7 @@ STAND_IN = "meta"
 CACHED_RUN = "with a first forward on the CPU, then a move"
 SCENARIO_PHASES = {"build": "its constructor", "move": "its move to the device", "train": "a training-mode forward",
                    "eval": "an eval-mode forward", "cached": "a forward on the CPU, then a move"}
+ACTIVE: list = []  # the Recorder of the FunctionRecorder now entered (torch.cuda calls bypass the modes)
 
 
 def _torch_callables(qualified_names) -> set:
@@ -141,10 +142,21 @@ class FunctionRecorder(TorchFunctionMode):
         self.rec = recorder
         self.params_on_stand_in = params_on_stand_in
 
+    def __enter__(self):
+        ACTIVE.append(self.rec)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        ACTIVE.pop()
+        return super().__exit__(*exc_info)
+
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         rec = self.rec
         name = getattr(func, "__name__", "")
+        served = rule_call_before(rec, name, args, kwargs)
+        if served is not None:
+            return served[0]
         row = None
         request = None
         if name == "cuda" and args and isinstance(args[0], torch.Tensor):
@@ -173,6 +185,7 @@ class FunctionRecorder(TorchFunctionMode):
         if name in placement.CHECKED_CALLS:
             args, kwargs = _checked_call(rec, func, args, kwargs)
         result = func(*args, **kwargs)
+        rule_call_after(rec, name, args, result)
         if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY):
             row = row if row is not None else rec.user_row()
             if row is not None:
@@ -434,6 +447,7 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
         model.to(target if target == STAND_IN else "cuda")  # noqa: DEV005 (--device cuda asks for it)
     for item in left_behind(model, target, rec):
         rec.event("left-behind", **item)
+    hidden_modules(model, rec)
     specs = spec.get("inputs")
     guesses = [("configuration", specs)] if specs else input_guesses(model, user_module, cls)
     if not guesses:
@@ -474,6 +488,7 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
             cached = _cached_then_moved(cls, kwargs, specs, device, rec)
             if cached is not None:
                 outcome["cached"] = cached
+            _built_for_device_then_moved_back(cls, kwargs, specs, rec)
         return outcome
     outcome.update(status="not-run", reason=f"no input fitted {cls.__name__}.forward (last: {last_error})")
     return outcome
@@ -504,6 +519,7 @@ def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_param
             model.to(device)
         for item in left_behind(model, device, rec):
             rec.event("left-behind", **item)
+        hidden_modules(model, rec)
         stage = "the forward after the move"
         with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec), torch.no_grad():
             model(*make_inputs(specs, device))
@@ -514,6 +530,226 @@ def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_param
         return {"status": "inconclusive" if data_dependent(exc) else "error", "row": row,
                 "reason": f"the run {CACHED_RUN} stopped in {stage}{where}: {type(exc).__name__}: {first}"}
     return None
+
+
+# --- what DEV007-DEV012 show at run time ---------------------------------------------------------
+MOVES = ("to", "cuda", "cpu")
+NN_MODULE_STATE = set(vars(torch.nn.Module()))  # _parameters, _modules, hook dicts, training ...
+
+
+def _shown(device: torch.device) -> str:
+    """A device as the user's code would see it: the stand-in is the GPU."""
+    return "cuda:0" if device.type == STAND_IN else str(device)
+
+
+def _direct_user_row(rec: Recorder) -> Optional[int]:
+    """The user's line when the user's code made the call itself (not torch on its behalf)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None and frame.f_code.co_filename == rec.user_file else None
+
+
+def _to_host(args, kwargs) -> bool:
+    """Whether `Tensor.to(...)` asks for the CPU."""
+    device = kwargs.get("device", args[1] if len(args) > 1 else None)
+    if isinstance(device, torch.Tensor):
+        return device.device.type == "cpu"
+    if isinstance(device, torch.device):
+        return device.type == "cpu"
+    return isinstance(device, str) and device.split(":")[0] == "cpu"
+
+
+def rule_call_before(rec: Recorder, name: str, args, kwargs) -> Optional[tuple]:
+    """`.numpy()` in the user's code is recorded with the device of its tensor (on CUDA it raises
+    TypeError). On the stand-in, the user's copy to the host (`.cpu()`, `.to("cpu")`, `.numpy()`)
+    of a stand-in tensor gives zeros of its shape, since meta tensors hold no data (recorded, so
+    that a line the zeros steered away from is not called unreached without a word); returns
+    `(result,)` when it serves the call."""
+    tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    if tensor is None or name not in ("numpy", "cpu", "to"):
+        return None
+    row = _direct_user_row(rec)
+    if row is None:
+        return None
+    if name == "numpy":
+        _once(rec, "numpy", row=row, device=_shown(tensor.device))
+    on_stand_in = rec.target == STAND_IN and tensor.device.type == STAND_IN
+    if not on_stand_in or (name == "to" and not _to_host(args, kwargs)):
+        return None
+    _once(rec, "host-copy", row=row)
+    host = torch.zeros(tensor.shape, dtype=tensor.dtype)
+    if name == "numpy":
+        return (host.numpy(),)
+    result = host if name == "cpu" else host.to(*args[1:], **kwargs)
+    rule_call_after(rec, name, args, result)
+    return (result,)
+
+
+def rule_call_after(rec: Recorder, name: str, args, result) -> None:
+    """A tensor move made by the user's code: whether it returned a copy (the tensor itself stays)."""
+    if name not in MOVES or not args or not isinstance(args[0], torch.Tensor) or not isinstance(result, torch.Tensor):
+        return
+    row = _direct_user_row(rec)
+    if row is None:
+        return
+    tensor = args[0]
+    copied = result is not tensor and result.device != tensor.device
+    if copied and tensor.device.type == "cpu" and tensor not in rec.origin:
+        rec.origin[tensor] = row  # what stays behind is traced to the dropped move
+    if copied and result.device.type == "cpu" and result not in rec.origin:
+        rec.origin[result] = row  # a tensor put on the CPU here (`.to(self.device)`)
+    _once(rec, "tensor-move", row=row, method=name, copied=copied, stayed=_shown(tensor.device),
+          to=_shown(result.device), origin_row=rec.origin.get(tensor))
+
+
+def _once(rec: Recorder, kind: str, **data) -> None:
+    """One event per line, kind, scenario and outcome: forward passes repeat themselves."""
+    seen = rec.__dict__.setdefault("rule_events_seen", set())
+    key = (kind, rec.scenario, *sorted((k, str(v)) for k, v in data.items() if k != "origin_row"))
+    if key not in seen:
+        seen.add(key)
+        rec.event(kind, **data)
+
+
+def _container_items(value) -> list:
+    """Items of a plain list, tuple or dict, and of those one level down."""
+    if isinstance(value, torch.nn.Module) or not isinstance(value, (list, tuple, dict)):
+        return []
+    items = list(value.values()) if isinstance(value, dict) else list(value)
+    nested = [i for item in items if isinstance(item, (list, tuple, dict)) and not isinstance(item, torch.nn.Module)
+              for i in (item.values() if isinstance(item, dict) else item)]
+    return items + nested
+
+
+def hidden_modules(model: torch.nn.Module, rec: Recorder) -> None:
+    try:
+        _hidden_modules(model, rec)
+    except Exception:  # noqa: BLE001 - user containers of any kind: the run goes on without this evidence
+        pass
+
+
+def _hidden_modules(model: torch.nn.Module, rec: Recorder, max_values: int = 50_000_000) -> None:
+    """Modules and parameters in plain containers (DEV009): `model.to()` and `model.parameters()`
+    do not see them. On the stand-in, torch.nn's layers were built straight on the stand-in, so the
+    hidden ones are put back on the CPU, where the build would have left them. Mixes made inside a
+    hidden module's forward name its attribute. Above `max_values` they stay on the stand-in
+    (no real memory is spent) and are reported on the CPU all the same."""
+    known = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
+    budget = max_values
+    for owner in model.modules():
+        for name, value in list(vars(owner).items()):
+            if name in NN_MODULE_STATE:
+                continue
+            items = _container_items(value)
+            modules = [i for i in items if isinstance(i, torch.nn.Module)]
+            loose = [i for i in items if isinstance(i, torch.nn.Parameter) and id(i) not in known]
+            if not modules and not loose:
+                continue
+            for module in modules:
+                tensors = list(module.parameters()) + list(module.buffers())
+                size = sum(t.numel() for t in tensors)
+                if (rec.target == STAND_IN and tensors and all(id(t) not in known for t in tensors)
+                        and any(t.device.type == STAND_IN for t in tensors) and size <= budget):
+                    budget -= size
+                    module.to_empty(device="cpu")
+                    with torch.no_grad():
+                        for t in list(module.parameters()) + list(module.buffers()):
+                            t.zero_()
+            hidden = [t for m in modules for t in (*m.parameters(), *m.buffers()) if id(t) not in known] + loose
+            if modules and not hidden and any(id(t) in known for m in modules for t in m.parameters()):
+                continue  # references to registered submodules
+            for tensor in hidden:
+                rec.attr_names.setdefault(id(tensor), set()).add(name)
+            for module in modules:
+                _tag_mixes(module, name, rec)
+            rec.event("hidden", attr=name, module=type(owner).__name__,
+                      items=sorted({type(m).__name__ for m in modules} | ({"Parameter"} if loose else set())),
+                      count=len(modules) + len(loose), tensors=len(hidden), numel=sum(t.numel() for t in hidden),
+                      devices=sorted({"cpu" if rec.target == STAND_IN and t.device.type == STAND_IN else _shown(t.device)
+                                      for t in hidden}))
+
+
+def _tag_mixes(module: torch.nn.Module, attr: str, rec: Recorder) -> None:
+    """Mixes recorded while `module` runs its forward are charged to `attr` as well."""
+    starts: list[int] = []
+
+    def enter(_module, _inputs):
+        starts.append(len(rec.events))
+
+    def leave(_module, _inputs, _output):
+        for event in rec.events[starts.pop() if starts else 0:]:
+            if event["kind"] == "mix" and attr not in event["attrs"]:
+                event["attrs"] = sorted([*event["attrs"], attr])
+
+    module.register_forward_pre_hook(enter)
+    module.register_forward_hook(leave)
+
+
+def _device_parameters(cls) -> list[str]:
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if "device" in p.name.lower() and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _built_for_device_then_moved_back(cls, kwargs, specs, rec: Recorder, max_params: int = 20_000_000) -> None:
+    """DEV012 the other way round: built for the GPU (`device="cuda"` for each constructor
+    parameter named for a device), then moved back to the CPU, where an attribute that kept the
+    GPU device makes its tensors away from the weights. Real CPU compute, so for modest models."""
+    names = [n for n in _device_parameters(cls) if n not in (kwargs or {})]
+    if not names:
+        return
+    probe = Recorder(rec.user_file, rec.target)
+    probe.scenario = "moved-back"
+    try:
+        with FunctionRecorder(probe, params_on_stand_in=rec.target == STAND_IN), DispatchRecorder(probe):
+            model = cls(**(kwargs or {}), **{n: "cuda" for n in names})  # noqa: DEV005 (the scenario asks for it)
+        if sum(p.numel() for p in model.parameters()) > max_params:
+            return
+        if rec.target == STAND_IN:
+            model.to_empty(device="cpu")  # meta tensors hold nothing to copy; where they go is what counts
+        else:
+            model.to("cpu")
+        probe.events.append({"kind": "moved-back", "scenario": "moved-back", "params": names})
+        with FunctionRecorder(probe, params_on_stand_in=False), DispatchRecorder(probe), torch.no_grad():
+            model(*make_inputs(specs, "cpu"))
+    except BaseException:  # noqa: BLE001 - a best-effort extra scenario
+        pass
+    rec.events.extend(e for e in probe.events if e["kind"] in ("moved-back", "factory", "mix"))
+
+
+def watch_cuda_api() -> None:
+    """Record each call the user's code makes to a `torch.cuda` function that raises without CUDA
+    (DEV011, the table pinned in devlint.cuda_api); the call then goes on as before (on the
+    stand-in, play_the_gpu's answer). Classes (streams, events, legacy types) are left alone:
+    they fail by themselves, and the failure is recorded with its line."""
+    from devlint import cuda_api  # imports nothing but Python
+
+    for qualified in cuda_api.RAISES_WITHOUT_CUDA:
+        *path, attribute = qualified.split(".")[1:]
+        owner = torch
+        try:
+            for part in path:
+                owner = getattr(owner, part, None)
+            function = getattr(owner, attribute, None)
+        except Exception:  # noqa: BLE001 - a submodule that fails to load lazily: nothing to watch there
+            continue
+        if owner is None or not (inspect.isfunction(function) or inspect.isbuiltin(function)):
+            continue
+        setattr(owner, attribute, _watched(qualified, function))
+
+
+def _watched(qualified: str, function):
+    def call(*args, **kwargs):
+        rec = ACTIVE[-1] if ACTIVE else None
+        caller = sys._getframe(1)
+        if rec is not None and caller.f_code.co_filename == rec.user_file:
+            _once(rec, "cuda-api", row=caller.f_lineno, name=qualified)
+        return function(*args, **kwargs)
+    call.__wrapped__ = function
+    return call
 
 
 def self_test() -> Optional[str]:
@@ -548,6 +784,8 @@ def run(job: dict) -> dict:
     target = STAND_IN if device == "stand-in" else "cuda"
     if target == STAND_IN:
         play_the_gpu()
+    watch_cuda_api()
+    if target == STAND_IN:
         problem = self_test()
         if problem:
             return {"fatal": f"torch {torch.__version__}: the stand-in device failed its self-test ({problem}); "
