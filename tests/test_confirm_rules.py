@@ -176,7 +176,7 @@ def test_dev011_cuda_only_calls_are_recorded_and_the_run_goes_on(tmp_path):
     """, "--select", "DEV011,DEV003")
     assert statuses(results) == [
         ("DEV011", 9, "confirmed"), ("DEV003", 10, "confirmed"), ("DEV011", 17, "confirmed"),
-        ("DEV003", 32, "confirmed"), ("DEV011", 45, "not-reached"),
+        ("DEV003", 32, "not-reached"), ("DEV011", 45, "not-reached"),
     ]
     synced, named = results[0][2], results[2][2]
     assert synced["message"] == ("in a training-mode forward: torch.cuda.synchronize() was called; on a CPU-only host "
@@ -185,8 +185,9 @@ def test_dev011_cuda_only_calls_are_recorded_and_the_run_goes_on(tmp_path):
     # the stand-in answers synchronize() as a GPU host would: the forward went on to the mix below it
     assert MIX in results[1][2]["message"]
     assert named["message"].startswith("while building the module: torch.cuda.get_device_name() was called")
-    # torch.cuda.is_available() is False on the stand-in, as on a CPU-only host: the else branch ran
-    assert results[3][2]["use"] == {"row": 36}
+    # the stand-in plays a GPU host: torch.cuda.is_available() is True, so the guarded branch ran
+    # and the CPU-only branch did not, as on a GPU
+    assert results[3][2]["message"].startswith("line 32 did not run")
 
 
 def test_dev012_a_device_kept_from_init_is_left_behind_by_a_move(tmp_path):

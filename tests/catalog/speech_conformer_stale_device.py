@@ -17,8 +17,8 @@ class ConformerEncoder(nn.Module):
 
     def forward(self, features, lengths):
         outputs = self.subsample(features.transpose(1, 2)).transpose(1, 2)
-        out_lengths = ((lengths + 1) // 2).to(self.device)  # cuda: not-reproduced - the stale device is cuda, where the module was moved; the report's failure needs model.cpu()
-        steps = torch.arange(outputs.shape[1], device=self.device)  # cuda: not-reproduced - the stale device is cuda, where the module was moved
+        out_lengths = ((lengths + 1) // 2).to(self.device)  # cuda: confirmed - built for cuda and moved back to the CPU (the report's model.cpu()), the lengths go to the stale cuda device and the mask built from them meets CPU outputs
+        steps = torch.arange(outputs.shape[1], device=self.device)  # cuda: confirmed - built for cuda and moved back to the CPU (the report's model.cpu()), the steps are made on the stale cuda device and meet CPU outputs
         mask = (steps.unsqueeze(0) < out_lengths.unsqueeze(1)).unsqueeze(-1)
         return self.proj(outputs) * mask
 

@@ -22,7 +22,7 @@ def evaluate():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = NeuralNetwork().to(device)
     model.eval()
-    x = torch.rand(1, 28, 28)  # cuda: not-reached - confirm runs the file's modules, not this function (run on a GPU, it raises)
+    x = torch.rand(1, 28, 28)  # cuda: not-run - confirm builds and runs the file's modules, not this function (run on a GPU, it raises)
     with torch.no_grad():
         return model(x).argmax(1)
 

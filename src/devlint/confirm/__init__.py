@@ -262,10 +262,8 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
             return verdict("not-reproduced", f"the tensor made at line {row} never met a tensor on another device", None, row)
     elif finding.code == "DEV004":
         name = _attribute(finding)
-        behind = [e for e in events if e["kind"] == "left-behind" and e["attr"] == name]
+        behind, mixes = _left_behind(name, row, owner, classes)
         if behind:
-            origins = {e["origin_row"] for e in behind} | {row}
-            mixes = [e for e in events if e["kind"] == "mix" and (name in e["attrs"] or origins & set(e["origin_rows"]))]
             if mixes:
                 hit = _worst(mixes)
                 return verdict(hit["verdict"], f"self.{name} stayed on cpu when the module moved; {_scenario(hit)}: "
@@ -278,7 +276,8 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
         # a lazy cache shows only in the scenario with a first forward on the CPU: if that run
         # stopped, the finding is undecided
         cached = [c["cached"] for c in ([owner] if owner else classes) if c.get("cached", {}).get("status") in ("error", "inconclusive")]
-        if cached and not stopped and not behind:
+        lazy = (scopes or Scopes()).method_at(row) != "__init__"
+        if cached and lazy and not stopped and not behind:
             return verdict("inconclusive", cached[0]["reason"], cached[0].get("row"))
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
@@ -333,6 +332,22 @@ def _request_after_literal(finding: engine.Finding, result: dict, events: list[d
                 and event.get("seq", -1) >= first):
             return event, literal
     return None
+
+
+def _left_behind(name: str, row: int, owner: Optional[dict], classes: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Where `self.NAME` of the finding's class stayed on the CPU, and the mixes it took part in,
+    from each class run alone: another class's `self.NAME` is another tensor."""
+    behind: list[dict] = []
+    mixes: list[dict] = []
+    for run in classes:
+        mine = [e for e in run["events"] if e["kind"] == "left-behind" and e["attr"] == name
+                and (owner is None or owner["class"] in (e["module"], run["class"]))]
+        if not mine:
+            continue
+        origins = {e["origin_row"] for e in mine} | {row}
+        behind += mine
+        mixes += [e for e in run["events"] if e["kind"] == "mix" and (name in e["attrs"] or origins & set(e["origin_rows"]))]
+    return behind, mixes
 
 
 def _worst(events: list[dict]) -> dict:
@@ -395,6 +410,7 @@ class Scopes:
     """Where a finding stands in its file: the classes and plain functions, and each call's lines."""
     classes: list[tuple[int, int]] = field(default_factory=list)
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # outside classes
+    methods: list[tuple[int, int, str]] = field(default_factory=list)  # every function, in a class or not
     calls: list[tuple[int, int]] = field(default_factory=list)
 
     @classmethod
@@ -409,10 +425,15 @@ class Scopes:
                 scopes.classes.append((node.lineno, node.end_lineno or node.lineno))
             elif isinstance(node, ast.Call):
                 scopes.calls.append((node.lineno, node.end_lineno or node.lineno))
-        scopes.functions = [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree)
-                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                            and not any(a <= n.lineno <= b for a, b in scopes.classes)]
+        scopes.methods = [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree)
+                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        scopes.functions = [m for m in scopes.methods if not any(a <= m[0] <= b for a, b in scopes.classes)]
         return scopes
+
+    def method_at(self, row: int) -> Optional[str]:
+        """The name of the innermost function around `row`, in a class or not."""
+        around = [m for m in self.methods if m[0] <= row <= m[1]]
+        return min(around, key=lambda m: m[1] - m[0])[2] if around else None
 
     def call_rows(self, row: int) -> set[int]:
         """The lines of the smallest call around `row`: a tensor is made on the line its call starts."""
@@ -575,7 +596,8 @@ def _judge_stale_device(case: Case) -> Optional[Verdict]:
         return case.verdict(hit["verdict"], f"the tensor placed with self.{name} at line {row} was made on cpu, where the "
                             f"module was built, after the module moved; {_scenario(hit)}: {hit['message']}", hit["row"], row)
     for i, made in enumerate(case.events):
-        if made["kind"] == "factory" and made["scenario"] == "moved-back" and made["row"] in rows and made.get("device") != "cpu":
+        placed = made.get("device") if made["kind"] == "factory" else made.get("to") if made["kind"] == "tensor-move" else None
+        if placed not in (None, "cpu") and made["scenario"] == "moved-back" and made["row"] in rows:
             after = [e for e in case.events[i:] if e["kind"] == "mix" and e["scenario"] == "moved-back"]
             if after:
                 hit = _worst(after)

@@ -66,7 +66,7 @@ class Recorder:
         self.owner = ""  # the class being run, for progress reports
         self.lines: dict[str, dict[int, int]] = {}  # scenario -> row -> clock at first execution
         self.scenario = "move"
-        self.attr_names: dict[int, set[str]] = {}  # id of a left-behind tensor -> attribute names
+        self.attr_names = WeakTensorKeyDictionary()  # a left-behind tensor, or one derived from it -> attribute names
 
     def user_row(self) -> Optional[int]:
         frame = sys._getframe(1)
@@ -143,17 +143,23 @@ class FunctionRecorder(TorchFunctionMode):
         self.params_on_stand_in = params_on_stand_in
 
     def __enter__(self):
+        if not ACTIVE:
+            UNSEEN_FACTORIES.watch()
         ACTIVE.append(self.rec)
         return super().__enter__()
 
     def __exit__(self, *exc_info):
         ACTIVE.pop()
+        if not ACTIVE:
+            UNSEEN_FACTORIES.unwatch()
         return super().__exit__(*exc_info)
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         rec = self.rec
         name = getattr(func, "__name__", "")
+        if name == "type":  # `x.type(torch.LongTensor)` while the constructors are watched
+            args = tuple(a.original if isinstance(a, _Watched) else a for a in args)
         served = rule_call_before(rec, name, args, kwargs)
         if served is not None:
             return served[0]
@@ -186,18 +192,86 @@ class FunctionRecorder(TorchFunctionMode):
             args, kwargs = _checked_call(rec, func, args, kwargs)
         result = func(*args, **kwargs)
         rule_call_after(rec, name, args, result)
-        if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY):
+        derived = name.endswith("_like") and args and isinstance(args[0], torch.Tensor) and args[0] in rec.origin
+        if isinstance(result, torch.Tensor) and (func in FACTORIES or func in LEGACY) and not derived:
             row = row if row is not None else rec.user_row()
             if row is not None:
-                rec.event("factory", row=row, device=result.device.type)
-                if result.device.type == "cpu":
-                    rec.origin[result] = row
-        elif isinstance(result, torch.Tensor) and result.device.type == "cpu":
-            for arg in tree_flatten((args, kwargs))[0]:  # host-only ops keep their input's origin
-                if isinstance(arg, torch.Tensor) and arg in rec.origin:
-                    rec.origin[result] = rec.origin[arg]
-                    break
+                _made(rec, result, row)
+        else:
+            _inherit(rec, (args, kwargs), result)
         return result
+
+
+def _made(rec: Recorder, tensor: torch.Tensor, row: int) -> None:
+    rec.event("factory", row=row, device=tensor.device.type)
+    if tensor.device.type == "cpu":
+        rec.origin[tensor] = row
+
+
+def _inherit(rec: Recorder, inputs, result) -> None:
+    """CPU tensors an op makes from a traced CPU tensor keep its origin and attribute names (a
+    slice of a left-behind table, `.float()` of a cache, each grid of `torch.meshgrid`)."""
+    made = [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
+    if not made:
+        return
+    sources = [t for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
+    origin = next((rec.origin[t] for t in sources if t in rec.origin), None)
+    attrs = set().union(*(rec.attr_names.get(t, ()) for t in sources))
+    for tensor in made:
+        if origin is not None and tensor not in rec.origin:
+            rec.origin[tensor] = origin
+        if attrs:
+            rec.attr_names.setdefault(tensor, set()).update(attrs)
+
+
+class _Watched:
+    """A torch constructor that bypasses torch function modes (`torch.from_numpy`, the legacy
+    `torch.LongTensor(...)` types): called through this, what it makes is traced like a factory's
+    result. It stands in for the original where types are checked (`isinstance`, `x.type(...)`)."""
+
+    def __init__(self, original) -> None:
+        self.original = original
+
+    def __call__(self, *args, **kwargs):
+        result = self.original(*args, **kwargs)
+        rec = ACTIVE[-1] if ACTIVE else None
+        if rec is not None and isinstance(result, torch.Tensor):
+            row = rec.user_row()
+            if row is not None:
+                _made(rec, result, row)
+        return result
+
+    def __instancecheck__(self, value) -> bool:
+        return isinstance(value, self.original)
+
+    def __subclasscheck__(self, cls) -> bool:
+        return issubclass(cls, self.original)
+
+    def __getattr__(self, name):
+        return getattr(self.original, name)
+
+
+class _UnseenFactories:
+    """Installs the `_Watched` constructors on `torch` while a FunctionRecorder is active."""
+
+    def __init__(self, names_) -> None:
+        self.names = [n for n in names_ if hasattr(torch, n)]
+        self.saved: dict = {}
+
+    def watch(self) -> None:
+        self.saved = {n: getattr(torch, n) for n in self.names}
+        for n, original in self.saved.items():
+            setattr(torch, n, _Watched(original))
+
+    def unwatch(self) -> None:
+        for n, original in self.saved.items():
+            setattr(torch, n, original)
+        self.saved = {}
+
+
+# `torch.Tensor` itself stays: torch's own code subclasses and checks it everywhere
+UNSEEN_FACTORIES = _UnseenFactories(["from_numpy"] + sorted(n.split(".", 1)[1] for n in names.LEGACY_CONSTRUCTORS
+                                                            if n != "torch.Tensor"))
 
 
 class DispatchRecorder(TorchDispatchMode):
@@ -228,7 +302,7 @@ def record_mix(rec: Recorder, op: str, decision, tensors: list, args, kwargs):
         op=op,
         row=rec.user_row(),
         origin_rows=sorted({rec.origin[t] for t in cpu if t in rec.origin}),
-        attrs=sorted({a for t in cpu for a in rec.attr_names.get(id(t), ())}),
+        attrs=sorted({a for t in cpu for a in rec.attr_names.get(t, ())}),
         message=decision.message or f"{op} mixes CPU and {placement.shown(other)} tensors, which CUDA accepts",
     )
     if rec.target != STAND_IN and decision.verdict == placement.ACCEPTS:
@@ -407,7 +481,7 @@ def left_behind(model: torch.nn.Module, target: str, rec: Recorder) -> list[dict
             values = value if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else [value]
             for tensor in values:
                 if isinstance(tensor, torch.Tensor) and not isinstance(tensor, torch.nn.Parameter) and tensor.device.type == "cpu":
-                    rec.attr_names.setdefault(id(tensor), set()).add(name)
+                    rec.attr_names.setdefault(tensor, set()).add(name)
                     found.append({"attr": name, "module": type(module).__name__, "origin_row": rec.origin.get(tensor)})
     return found
 
@@ -660,7 +734,7 @@ def _hidden_modules(model: torch.nn.Module, rec: Recorder, max_values: int = 50_
             if modules and not hidden and any(id(t) in known for m in modules for t in m.parameters()):
                 continue  # references to registered submodules
             for tensor in hidden:
-                rec.attr_names.setdefault(id(tensor), set()).add(name)
+                rec.attr_names.setdefault(tensor, set()).add(name)
             for module in modules:
                 _tag_mixes(module, name, rec)
             rec.event("hidden", attr=name, module=type(owner).__name__,
@@ -717,7 +791,7 @@ def _built_for_device_then_moved_back(cls, kwargs, specs, rec: Recorder, max_par
             model(*make_inputs(specs, "cpu"))
     except BaseException:  # noqa: BLE001 - a best-effort extra scenario
         pass
-    rec.events.extend(e for e in probe.events if e["kind"] in ("moved-back", "factory", "mix"))
+    rec.events.extend(e for e in probe.events if e["kind"] in ("moved-back", "factory", "tensor-move", "mix"))
 
 
 def watch_cuda_api() -> None:
@@ -771,8 +845,9 @@ def self_test() -> Optional[str]:
 
 def play_the_gpu() -> None:
     """On the stand-in, torch.cuda's housekeeping calls act as on a GPU host, so a module that
-    synchronizes or asks for the current device still runs (placement is what is checked)."""
-    for name, value in (("synchronize", None), ("empty_cache", None), ("current_device", 0),
+    synchronizes or asks for the current device still runs (placement is what is checked), and
+    code that picks `"cuda" if torch.cuda.is_available() else "cpu"` takes the GPU's branch."""
+    for name, value in (("is_available", True), ("synchronize", None), ("empty_cache", None), ("current_device", 0),
                         ("device_count", 1), ("set_device", None)):
         setattr(torch.cuda, name, lambda *args, _value=value, **kwargs: _value)
 
