@@ -455,13 +455,66 @@ def run(job: dict) -> dict:
         if not classes:
             return {"fatal": f"no nn.Module class named {job['only']} in {path.name}"}
     results = []
+    values = job.get("values", "auto") if target == STAND_IN else "never"
     for cls in classes:
-        rec = Recorder(user_file, target)
-        outcome = run_class(cls, wanted.get(cls.__name__, {}), job, user_module, rec)
-        outcome["events"] = rec.events
+        outcome = run_with_values_policy(cls, wanted.get(cls.__name__, {}), job, user_module, Recorder(user_file, target), values)
         outcome["span"] = _span(cls)
         results.append(outcome)
-    return {"classes": results, "device": "stand-in (meta)" if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})"}
+    if target != STAND_IN:
+        device = f"cuda ({torch.cuda.get_device_name()})"
+    else:
+        device = STAND_IN_VALUES if values == "always" else "stand-in (meta)"
+    return {"classes": results, "device": device}
+
+
+# --- the value stand-in ------------------------------------------------------------------------
+STAND_IN_VALUES = "stand-in (meta, values)"
+# `--values auto` re-runs a class with values only below this size: a value run computes for
+# real on the CPU and holds every parameter (4 bytes each in float32) twice over.
+VALUES_MAX_PARAMS = 50_000_000
+
+
+def run_with_values_policy(cls, spec: dict, job: dict, user_module, rec: Recorder, values: str) -> dict:
+    """`values`: never (meta only), always (values only), auto (meta, and values again for a class
+    the meta run could not finish because its code needs data; the value run's events replace
+    the meta run's)."""
+    if values == "always":
+        return _run_holding_values(cls, spec, job, user_module, rec)
+    outcome = run_class(cls, spec, job, user_module, rec)
+    outcome["events"] = rec.events
+    stopped_on_data = any(r["status"] == "inconclusive" for r in outcome["runs"])
+    if values == "auto" and stopped_on_data:
+        size = parameter_count(cls, spec, user_module)
+        if size is not None and size <= VALUES_MAX_PARAMS:
+            again = _run_holding_values(cls, spec, job, user_module, Recorder(rec.user_file, rec.target))
+            if again["status"] == "ran":
+                return again
+    return outcome
+
+
+def _run_holding_values(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
+    from devlint.confirm.values import value_run
+
+    with value_run(rec):
+        outcome = run_class(cls, spec, job, user_module, rec)
+    outcome["events"] = rec.events
+    outcome["device"] = STAND_IN_VALUES
+    return outcome
+
+
+def parameter_count(cls, spec: dict, user_module) -> Optional[int]:
+    """Parameters and buffers of the class as built with no data (on the stand-in)."""
+    kwargs = spec.get("init_kwargs")
+    if kwargs is None:
+        hook = getattr(user_module, "devlint_init_kwargs", None)
+        kwargs = hook(cls) if callable(hook) else None
+    probe = Recorder(inspect.getfile(cls), STAND_IN)
+    try:
+        with FunctionRecorder(probe, params_on_stand_in=True), DispatchRecorder(probe):
+            model = cls(**(kwargs or {}))
+        return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
+    except BaseException:  # noqa: BLE001 - user code; the meta run has reported it
+        return None
 
 
 def _span(cls) -> list[int]:
