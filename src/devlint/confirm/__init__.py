@@ -24,7 +24,7 @@ from devlint import engine
 from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
 
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run")
-RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005"}
+RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV008"}
 SCENARIO_NAMES = {
     "build": "while building the module",
     "move": "when the module was moved",
@@ -192,11 +192,27 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]]) 
                     "not-reproduced", f"self.{name} stayed on cpu when the module moved "
                     f"({_scenario(behind[0])}), but never met a tensor on another device",
                     None, behind[0]["origin_row"] or row)
+    elif finding.code == "DEV008":
+        judged = _judge_numpy(row, events, stopped)
+        if judged is not None:
+            return verdict(*judged)
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
     if not classes:
         return verdict("not-run", "the file defines no nn.Module class to run")
     return verdict("not-reached", f"line {row} did not run when the file's modules were built, moved and run")
+
+
+def _judge_numpy(row: int, events: list[dict], stopped: list) -> Optional[tuple]:
+    """DEV008: the value stand-in records every `.numpy()` with the device of its tensor (the
+    data-less stand-in cannot run `.numpy()` on a device tensor, and stops there)."""
+    calls = [e for e in events if e["kind"] == "numpy" and e.get("row") == row]
+    refused = [e for e in events if e["kind"] == "mix" and e.get("row") == row and e.get("op", "").startswith("Tensor.")]
+    if refused:
+        return "confirmed", f"{_scenario(refused[0])}: {refused[0]['message']}", row, row
+    if calls and not stopped:
+        return "not-reproduced", f"the tensor was on the {calls[0]['device']} when line {row} ran `.numpy()`", row, row
+    return None
 
 
 def _worst(events: list[dict]) -> dict:

@@ -48,7 +48,8 @@ LEGACY = _torch_callables(names.LEGACY_CONSTRUCTORS)
 TOLERATED = {"aten.copy_.default", "aten._to_copy.default", "aten.index.Tensor", "aten.index_put_.default",
              "aten.index_put.default", "aten._index_put_impl_.default", "aten.lift_fresh.default",
              "aten.masked_fill.Tensor", "aten.masked_fill_.Tensor"}
-DATA_DEPENDENT = ("cannot be called on meta tensors", "data-dependent", "meta tensors", "DynamicOutputShape")
+DATA_DEPENDENT = ("cannot be called on meta tensors", "data-dependent", "meta tensors", "DynamicOutputShape",
+                  "data-independent implementation does not exist", "meta device type tensor to numpy")
 
 
 class Recorder:

@@ -118,9 +118,14 @@ class ValueFunctions(TorchFunctionMode):
             return None
         if getattr(func, "__name__", "") == "tolist" and args and isinstance(args[0], ValueTensor):
             return args[0].cpu_data.tolist()  # CUDA copies to the host for it
-        if getattr(func, "__name__", "") in ("numpy", "__array__") and args and isinstance(args[0], ValueTensor):
+        if getattr(func, "__name__", "") in ("numpy", "__array__") and args and isinstance(args[0], torch.Tensor):
             name = f"Tensor.{func.__name__}"
-            self.rec.event("mix", verdict="confirmed", op=name, row=self.rec.user_row(), origin_rows=[], attrs=[],
+            row = self.rec.user_row()
+            on_device = isinstance(args[0], ValueTensor)
+            self.rec.event("numpy", row=row, device="cuda:0" if on_device else args[0].device.type)
+            if not on_device:
+                return func(*args, **kwargs)
+            self.rec.event("mix", verdict="confirmed", op=name, row=row, origin_rows=[], attrs=[],
                            message=f"TypeError: {NUMPY_ERROR} (in {name})")
             return func(args[0].cpu_data, *args[1:], **kwargs)
         return func(*args, **kwargs)
