@@ -4,11 +4,17 @@ Writes a model file with one device bug in its forward, runs `devlint confirm` o
 would (a subprocess, process start and torch import included), and prints wall time and the
 peak resident memory of the largest process (devlint or its child). Targets: under 10 s and
 under 2 GB with no GPU. Usage: python bench/confirm.py [--layers 15] [--width 8192] [--runs 3]
+
+With `--catalog DIR`: runs `devlint confirm` on every `*.py` under DIR, once on the data-less
+stand-in (`--values never`) and once on the value stand-in (`--values always`), and prints per
+file and in total the wall time and the peak resident memory of the largest process (the child
+that imports torch), with the statuses each run gave.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -33,12 +39,60 @@ class Big(nn.Module):
 '''
 
 
+def confirm_once(path: Path, values: str) -> tuple[float, float, dict]:
+    """Wall time (s), peak memory (MB) of the largest process, and status counts of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devlint", "confirm", "--output-format", "json", "--device", "stand-in",
+         "--values", values, path.name],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=path.parent,
+    )
+    out = proc.stdout.read()
+    proc.stdout.close()
+    # wait4's usage covers the process and the children it waited for: devlint and its child
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    counts: dict = {}
+    try:
+        for record in json.loads(out):
+            if "confirm" in record:
+                counts[record["confirm"]["status"]] = counts.get(record["confirm"]["status"], 0) + 1
+    except ValueError:
+        counts["no result"] = 1
+    return elapsed, usage.ru_maxrss / 1024, counts
+
+
+def catalog(root: Path) -> None:
+    files = sorted(p for p in root.rglob("*.py") if p.name != "__init__.py")
+    width = max([len(str(p.relative_to(root))) for p in files] + [4])
+    print(f"{'file':<{width}}  {'never s':>8} {'MB':>6}  {'always s':>8} {'MB':>6}  statuses (never -> always)")
+    totals = {"never": [0.0, 0.0], "always": [0.0, 0.0]}
+    for path in files:
+        row = {}
+        for values in ("never", "always"):
+            seconds, mb, counts = confirm_once(path, values)
+            totals[values][0] += seconds
+            totals[values][1] = max(totals[values][1], mb)
+            row[values] = (seconds, mb, counts)
+        show = lambda counts: ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
+        print(f"{str(path.relative_to(root)):<{width}}  {row['never'][0]:8.2f} {row['never'][1]:6.0f}  "
+              f"{row['always'][0]:8.2f} {row['always'][1]:6.0f}  {show(row['never'][2])} -> {show(row['always'][2])}")
+    print(f"{'total (peak: max)':<{width}}  {totals['never'][0]:8.2f} {totals['never'][1]:6.0f}  "
+          f"{totals['always'][0]:8.2f} {totals['always'][1]:6.0f}  {len(files)} files")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=15)
     parser.add_argument("--width", type=int, default=8192)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--catalog", type=Path, metavar="DIR",
+                        help="compare the data-less and the value stand-in on every *.py under DIR")
     args = parser.parse_args()
+    if args.catalog:
+        catalog(args.catalog)
+        return
     params = args.layers * (args.width * args.width + args.width)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.py"
