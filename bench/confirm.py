@@ -39,8 +39,9 @@ class Big(nn.Module):
 '''
 
 
-def confirm_once(path: Path, values: str) -> tuple[float, float, dict]:
-    """Wall time (s), peak memory (MB) of the largest process, and status counts of one run."""
+def confirm_once(path: Path, values: str) -> tuple[float, float, float, dict]:
+    """Wall time (s), CPU time (s) of devlint and its child, peak memory (MB) of the largest
+    process, and status counts of one run."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "devlint", "confirm", "--output-format", "json", "--device", "stand-in",
@@ -60,26 +61,28 @@ def confirm_once(path: Path, values: str) -> tuple[float, float, dict]:
                 counts[record["confirm"]["status"]] = counts.get(record["confirm"]["status"], 0) + 1
     except ValueError:
         counts["no result"] = 1
-    return elapsed, usage.ru_maxrss / 1024, counts
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, counts
 
 
 def catalog(root: Path) -> None:
     files = sorted(p for p in root.rglob("*.py") if p.name != "__init__.py")
-    width = max([len(str(p.relative_to(root))) for p in files] + [4])
-    print(f"{'file':<{width}}  {'never s':>8} {'MB':>6}  {'always s':>8} {'MB':>6}  statuses (never -> always)")
-    totals = {"never": [0.0, 0.0], "always": [0.0, 0.0]}
+    width = max([len(str(p.relative_to(root))) for p in files] + [17])
+    modes = ("never", "always")
+    print(f"{'':<{width}}  {'--values never':^20}  {'--values always':^20}")
+    print(f"{'file':<{width}}  " + "  ".join(f"{'wall s':>6} {'cpu s':>6} {'MB':>6}" for _ in modes)
+          + "  statuses (never -> always)")
+    totals = {values: [0.0, 0.0, 0.0] for values in modes}
     for path in files:
         row = {}
-        for values in ("never", "always"):
-            seconds, mb, counts = confirm_once(path, values)
-            totals[values][0] += seconds
-            totals[values][1] = max(totals[values][1], mb)
-            row[values] = (seconds, mb, counts)
+        for values in modes:
+            wall, cpu, mb, counts = row[values] = confirm_once(path, values)
+            totals[values] = [totals[values][0] + wall, totals[values][1] + cpu, max(totals[values][2], mb)]
         show = lambda counts: ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
-        print(f"{str(path.relative_to(root)):<{width}}  {row['never'][0]:8.2f} {row['never'][1]:6.0f}  "
-              f"{row['always'][0]:8.2f} {row['always'][1]:6.0f}  {show(row['never'][2])} -> {show(row['always'][2])}")
-    print(f"{'total (peak: max)':<{width}}  {totals['never'][0]:8.2f} {totals['never'][1]:6.0f}  "
-          f"{totals['always'][0]:8.2f} {totals['always'][1]:6.0f}  {len(files)} files")
+        print(f"{str(path.relative_to(root)):<{width}}  "
+              + "  ".join(f"{row[v][0]:6.2f} {row[v][1]:6.2f} {row[v][2]:6.0f}" for v in modes)
+              + f"  {show(row['never'][3])} -> {show(row['always'][3])}")
+    print(f"{'total (MB: peak)':<{width}}  " + "  ".join(f"{totals[v][0]:6.2f} {totals[v][1]:6.2f} {totals[v][2]:6.0f}" for v in modes)
+          + f"  {len(files)} files")
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from typing import Optional
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map, tree_map_only
+from torch.utils._pytree import tree_map_only
 
 STAND_IN = "meta"
 CPU = torch.device("cpu")
@@ -84,6 +84,11 @@ def run_on_values(func, args, kwargs):
     out = func(*args, **kwargs)
     if not wrap:
         return out
+    if torch.Tag.inplace_view in func.tags and id(out) in wrappers:
+        # `x.transpose_(0, 1)` changed the data's shape: the wrapper, which holds only metadata,
+        # takes the same change
+        with torch._C._DisableTorchDispatch():
+            func(wrappers[id(out)], *args[1:], **kwargs)
     # an in-place or out= result is the very tensor the user holds
     return tree_map_only(torch.Tensor, lambda t: wrappers[id(t)] if id(t) in wrappers else ValueTensor(t), out)
 
@@ -97,9 +102,10 @@ class ValueMode(TorchDispatchMode):
 
 
 class ValueFunctions(TorchFunctionMode):
-    """What CUDA refuses above the dispatcher: `.numpy()` on a device tensor. The refusal is
-    recorded as a confirmed mismatch and the run goes on with the data, so one run finds every
-    mismatch."""
+    """What the dispatcher does not see: `.numpy()` on a device tensor, which CUDA refuses (the
+    refusal is recorded as a confirmed mismatch and the run goes on with the data, so one run
+    finds every mismatch); `.tolist()`, `param.data = ...`, and `torch.tensor(data, device=...)`,
+    which copies its data below the dispatcher's modes."""
 
     def __init__(self, recorder) -> None:
         super().__init__()
@@ -111,7 +117,7 @@ class ValueFunctions(TorchFunctionMode):
             # these copy their data to the device below the dispatcher's modes: make them on the
             # CPU and wrap them, or the data would be lost
             result = func(*args, **{**kwargs, "device": CPU})
-            return ValueTensor(result, requires_grad=result.requires_grad)
+            return ValueTensor(result.detach(), requires_grad=result.requires_grad)
         if getattr(func, "__self__", None) is DATA_PROPERTY and func.__name__ == "__set__" and isinstance(args[0], ValueTensor):
             func(*args, **kwargs)  # `param.data = value`: the wrapper takes the new shape, and the data
             args[0].cpu_data = args[1].cpu_data if isinstance(args[1], ValueTensor) else args[1]
@@ -136,16 +142,3 @@ def value_run(recorder):
     """While active, the stand-in device holds values."""
     with ValueMode(), ValueFunctions(recorder):
         yield
-
-
-def holds_values(tensor) -> bool:
-    return isinstance(tensor, ValueTensor)
-
-
-def data_of(tree):
-    """The CPU data behind the value tensors of `tree`."""
-    return tree_map(lambda t: t.cpu_data if isinstance(t, ValueTensor) else t, tree)
-
-
-__all__ = ["ValueTensor", "ValueMode", "ValueFunctions", "value_run", "run_on_values", "holds_values", "data_of",
-           "tree_flatten"]
