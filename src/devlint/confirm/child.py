@@ -505,12 +505,12 @@ def _run_holding_values(cls, spec: dict, job: dict, user_module, rec: Recorder) 
 
 def parameter_count(cls, spec: dict, user_module) -> Optional[int]:
     """Parameters and buffers of the class as built with no data (on the stand-in)."""
-    kwargs = spec.get("init_kwargs")
-    if kwargs is None:
-        hook = getattr(user_module, "devlint_init_kwargs", None)
-        kwargs = hook(cls) if callable(hook) else None
-    probe = Recorder(inspect.getfile(cls), STAND_IN)
     try:
+        kwargs = spec.get("init_kwargs")
+        if kwargs is None:
+            hook = getattr(user_module, "devlint_init_kwargs", None)
+            kwargs = hook(cls) if callable(hook) else None
+        probe = Recorder(inspect.getfile(cls), STAND_IN)
         with FunctionRecorder(probe, params_on_stand_in=True), DispatchRecorder(probe):
             model = cls(**(kwargs or {}))
         return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
