@@ -461,11 +461,8 @@ def run(job: dict) -> dict:
         outcome = run_with_values_policy(cls, wanted.get(cls.__name__, {}), job, user_module, Recorder(user_file, target), values)
         outcome["span"] = _span(cls)
         results.append(outcome)
-    if target != STAND_IN:
-        device = f"cuda ({torch.cuda.get_device_name()})"
-    else:
-        device = STAND_IN_VALUES if values == "always" else "stand-in (meta)"
-    return {"classes": results, "device": device}
+    stand_in = STAND_IN_VALUES if values == "always" else "stand-in (meta)"
+    return {"classes": results, "device": stand_in if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})"}
 
 
 # --- the value stand-in ------------------------------------------------------------------------

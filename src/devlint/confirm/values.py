@@ -128,7 +128,7 @@ class ValueFunctions(TorchFunctionMode):
             name = f"Tensor.{func.__name__}"
             row = self.rec.user_row()
             on_device = isinstance(args[0], ValueTensor)
-            self.rec.event("numpy", row=row, device="cuda:0" if on_device else args[0].device.type)
+            self.rec.event("numpy", row=row, device="cuda:0" if on_device else args[0].device.type)  # noqa: DEV005 (a label)
             if not on_device:
                 return func(*args, **kwargs)
             self.rec.event("mix", verdict="confirmed", op=name, row=row, origin_rows=[], attrs=[],
