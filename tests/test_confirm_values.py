@@ -189,10 +189,15 @@ def test_value_tensors_behave_as_device_tensors():
         assert torch.allclose(y.cpu(), x.cpu() @ weight.T + model.bias.detach().cpu())
         assert x[x > 0].tolist() == [1.0, 3.0] and int((x > 0).sum()) == 2 and len(x[0]) == 4
         assert [int(i) for i in torch.nonzero(x[0] < 0).flatten()] == [1, 3]
+        assert torch.unique(x.abs() > 2).tolist() == [False, True]
         assert model.state_dict()["weight"].device.type == "meta"
+        with pytest.warns(UserWarning, match="non-meta parameter"):  # torch's warning for meta; the copy happens
+            model.load_state_dict({"weight": torch.full((3, 4), 7.0), "bias": torch.zeros(3)})
+        assert model(x).tolist() == [[-14.0, -14.0, -14.0]]
         model.weight.data = torch.zeros(3, 4, device="cuda")
         assert model.weight.cpu().abs().sum().item() == 0
         z = x + torch.ones(4)  # a CPU tensor left behind: the recorder still decides, and heals it
         assert isinstance(z, ValueTensor) and z.tolist() == [[2.0, -1.0, 4.0, -3.0]]
     mixes = [(e["verdict"], e["op"]) for e in rec.events if e["kind"] == "mix"]
-    assert mixes == [("confirmed", "aten.add.Tensor")]
+    # load_state_dict copies host tensors into device parameters, which CUDA accepts
+    assert mixes == [("benign", "aten.copy_.default")] * 2 + [("confirmed", "aten.add.Tensor")]
