@@ -72,6 +72,18 @@ DATA_DEPENDENT = {
                 idx = torch.nonzero(x[:, 0] >= 0).squeeze(1)
                 return self.proj(x)[idx] + torch.ones(len(idx), 8)
     """, ("DEV003", 9), 8),
+    "cpu": ("""
+        class Packed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                h = self.proj(x)
+                lengths = h.argmax(-1).cpu() + 1
+                packed = nn.utils.rnn.pack_padded_sequence(h.unsqueeze(-1), lengths, batch_first=True, enforce_sorted=False)
+                return packed.data.sum() + torch.ones(8)
+    """, ("DEV003", 11), 9),
     "numpy": ("""
         class ToNumpy(nn.Module):
             def __init__(self):

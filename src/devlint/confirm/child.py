@@ -49,7 +49,8 @@ TOLERATED = {"aten.copy_.default", "aten._to_copy.default", "aten.index.Tensor",
              "aten.index_put.default", "aten._index_put_impl_.default", "aten.lift_fresh.default",
              "aten.masked_fill.Tensor", "aten.masked_fill_.Tensor"}
 DATA_DEPENDENT = ("cannot be called on meta tensors", "data-dependent", "meta tensors", "DynamicOutputShape",
-                  "data-independent implementation does not exist", "meta device type tensor to numpy")
+                  "data-independent implementation does not exist", "meta device type tensor to numpy",
+                  "Cannot copy out of meta tensor")
 
 
 class Recorder:
@@ -474,14 +475,14 @@ VALUES_MAX_PARAMS = 50_000_000
 
 def run_with_values_policy(cls, spec: dict, job: dict, user_module, rec: Recorder, values: str) -> dict:
     """`values`: never (meta only), always (values only), auto (meta, and values again for a class
-    the meta run could not finish because its code needs data; the value run's events replace
-    the meta run's)."""
+    whose meta run stopped, mostly on code that needs data; the value run's events replace the
+    meta run's)."""
     if values == "always":
         return _run_holding_values(cls, spec, job, user_module, rec)
     outcome = run_class(cls, spec, job, user_module, rec)
     outcome["events"] = rec.events
-    stopped_on_data = any(r["status"] == "inconclusive" for r in outcome["runs"])
-    if values == "auto" and stopped_on_data:
+    stopped = any(r["status"] in ("inconclusive", "error") for r in outcome["runs"])
+    if values == "auto" and stopped:
         size = parameter_count(cls, spec, user_module)
         if size is not None and size <= VALUES_MAX_PARAMS:
             again = _run_holding_values(cls, spec, job, user_module, Recorder(rec.user_file, rec.target))

@@ -24,6 +24,8 @@ NUMPY_ERROR = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu
                "memory first.")
 
 
+# Outputs that CUDA kernels leave on the host: (op, index of the output)
+HOST_OUTPUTS = {"aten._pack_padded_sequence.default": (1,)}  # batch_sizes
 DATA_PROPERTY = torch._C.TensorBase.__dict__["data"]
 DATA_FACTORIES = {torch.tensor, torch.as_tensor, torch.asarray}
 
@@ -90,7 +92,9 @@ def run_on_values(func, args, kwargs):
         with torch._C._DisableTorchDispatch():
             func(wrappers[id(out)], *args[1:], **kwargs)
     # an in-place or out= result is the very tensor the user holds
-    return tree_map_only(torch.Tensor, lambda t: wrappers[id(t)] if id(t) in wrappers else ValueTensor(t), out)
+    wrapped = tree_map_only(torch.Tensor, lambda t: wrappers[id(t)] if id(t) in wrappers else ValueTensor(t), out)
+    host = HOST_OUTPUTS.get(str(func), ())
+    return tuple(out[i] if i in host else w for i, w in enumerate(wrapped)) if host else wrapped
 
 
 class ValueMode(TorchDispatchMode):
