@@ -92,6 +92,9 @@ def _add_explain_options(p) -> None:
     _add_config_options(p)
 
 
+VALUES_CHOICES = ("auto", "always", "never")  # `devlint confirm --values`
+
+
 def _add_confirm_options(p) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); FILE.py::ClassName runs one class")
     p.add_argument("--device", choices=("auto", "cuda", "stand-in"), default="auto",
@@ -105,6 +108,8 @@ def _add_confirm_options(p) -> None:
     p.add_argument("--memory-mb", type=int, metavar="MB", help="address-space limit per file (default 8192)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="files run at once, each in its own process (default 1); results keep the input order")
+    p.add_argument("--values", choices=VALUES_CHOICES, help="whether the stand-in device holds real data: "
+                   "auto (default) re-runs with data a module whose data-dependent code stops the data-less run")
     _add_selection_options(p)
     _add_output_format(p, ("text", "json"))
     _add_target_torch(p)
@@ -355,6 +360,12 @@ def _rule_record(rule) -> dict:
     }
 
 
+def _confirm_values(value) -> str:
+    if value not in VALUES_CHOICES:
+        raise ValueError(f"[tool.devlint.confirm] values must be one of {', '.join(VALUES_CHOICES)}, not {value!r}")
+    return value
+
+
 def run_confirm(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError
@@ -370,6 +381,7 @@ def run_confirm(args: argparse.Namespace) -> int:
             device=args.device, mode=args.mode, input_dtype=args.input_dtype, checkpoint=args.checkpoint,
             timeout=args.timeout or float(table.get("timeout", 120)),
             memory_mb=args.memory_mb or int(table.get("memory-mb", 8192)),
+            values=_confirm_values(args.values or table.get("values", "auto")),
             classes={
                 name: {
                     "init_kwargs": spec.get("init-kwargs"),

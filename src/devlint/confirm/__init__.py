@@ -48,6 +48,7 @@ class Options:
     checkpoint: Optional[Path] = None
     timeout: float = 120.0
     memory_mb: int = 8192
+    values: str = "auto"  # auto | always | never: whether the stand-in holds real data (see child.py)
     classes: dict = field(default_factory=dict)  # [tool.devlint.confirm.classes]
 
 
@@ -98,7 +99,7 @@ def run_child(path: Path, options: Options) -> dict:
             "inputs": [{"shape": s, "dtype": options.input_dtype} for s in options.input_shapes] or None,
         }
     job = {"file": str(path.resolve()), "device": options.device, "mode": options.mode,
-           "only": options.only_class, "classes": classes}
+           "only": options.only_class, "classes": classes, "values": options.values}
     read_end, write_end = os.pipe()
     env = dict(os.environ)
     if options.device == "stand-in":
@@ -220,6 +221,8 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
     classes = result.get("classes", [])
     events = [e for c in classes for e in c["events"]]
     owner = next((c for c in classes if c["span"][0] <= row <= c["span"][1]), None)
+    if owner is not None:
+        device = owner.get("device", device)  # a class re-run with values names that stand-in
 
     def verdict(status, message, use=None, origin=None):
         return Verdict(status, message, use, origin, device)

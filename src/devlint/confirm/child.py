@@ -52,7 +52,9 @@ def _torch_callables(qualified_names) -> set:
 # The static rules' vocabulary: the child watches the calls that DEV003 flags.
 FACTORIES = _torch_callables(names.FACTORIES | {names.AS_TENSOR, names.FROM_NUMPY})
 LEGACY = _torch_callables(names.LEGACY_CONSTRUCTORS)
-DATA_DEPENDENT = ("cannot be called on meta tensors", "data-dependent", "meta tensors", "DynamicOutputShape")
+DATA_DEPENDENT = ("cannot be called on meta tensors", "data-dependent", "meta tensors", "DynamicOutputShape",
+                  "data-independent implementation does not exist", "meta device type tensor to numpy",
+                  "Cannot copy out of meta tensor")
 
 
 class Recorder:
@@ -648,7 +650,8 @@ def rule_call_before(rec: Recorder, name: str, args, kwargs) -> Optional[tuple]:
         return None
     if name == "numpy":
         _once(rec, "numpy", row=row, device=_shown(tensor.device))
-    on_stand_in = rec.target == STAND_IN and tensor.device.type == STAND_IN
+    # a value tensor (the value stand-in) holds its data: its own copy to the host gives that data
+    on_stand_in = rec.target == STAND_IN and tensor.device.type == STAND_IN and not hasattr(tensor, "cpu_data")
     if not on_stand_in or (name == "to" and not _to_host(args, kwargs)):
         return None
     _once(rec, "host-copy", row=row)
@@ -881,16 +884,17 @@ def run(job: dict) -> dict:
         if not classes:
             return {"fatal": f"no nn.Module class named {job['only']} in {path.name}"}
     results = []
+    values = job.get("values", "auto") if target == STAND_IN else "never"
     for cls in classes:
         rec = Recorder(user_file, target)
         rec.owner = cls.__name__
-        outcome = run_class(cls, wanted.get(cls.__name__, {}), job, user_module, rec)
-        outcome["events"] = rec.events
+        outcome, rec = run_with_values_policy(cls, wanted.get(cls.__name__, {}), job, user_module, rec, values)
         outcome["span"] = _span(cls)
         outcome["lines"] = {scenario: _pairs(rows) for scenario, rows in rec.lines.items()}
         results.append(outcome)
     stop_tracing()
-    return {"classes": results, "device": "stand-in (meta)" if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})",
+    stand_in = STAND_IN_VALUES if values == "always" else "stand-in (meta)"
+    return {"classes": results, "device": stand_in if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})",
             "import_lines": _pairs(import_lines)}
 
 
@@ -909,6 +913,58 @@ def stop_tracing() -> None:
 
 def _pairs(rows: dict[int, int]) -> list[list[int]]:
     return sorted([row, seq] for row, seq in rows.items())
+
+
+# --- the value stand-in ------------------------------------------------------------------------
+STAND_IN_VALUES = "stand-in (meta, values)"
+# `--values auto` re-runs a class with values only below this size: a value run computes for
+# real on the CPU and holds every parameter (4 bytes each in float32) twice over.
+VALUES_MAX_PARAMS = 50_000_000
+
+
+def run_with_values_policy(cls, spec: dict, job: dict, user_module, rec: Recorder, values: str) -> tuple[dict, Recorder]:
+    """`values`: never (meta only), always (values only), auto (meta, and values again for a class
+    whose meta run stopped, mostly on code that needs data; the value run's events and lines
+    replace the meta run's). Returns the outcome and the recorder of the run that counts."""
+    if values == "always":
+        return _run_holding_values(cls, spec, job, user_module, rec), rec
+    outcome = run_class(cls, spec, job, user_module, rec)
+    outcome["events"] = rec.events
+    stopped = any(r["status"] in ("inconclusive", "error") for r in outcome["runs"])
+    if values == "auto" and stopped:
+        size = parameter_count(cls, spec, user_module)
+        if size is not None and size <= VALUES_MAX_PARAMS:
+            again_rec = Recorder(rec.user_file, rec.target)
+            again_rec.owner = rec.owner
+            again = _run_holding_values(cls, spec, job, user_module, again_rec)
+            if again["status"] == "ran":
+                return again, again_rec
+    return outcome, rec
+
+
+def _run_holding_values(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
+    from devlint.confirm.values import value_run
+
+    with value_run(rec):
+        outcome = run_class(cls, spec, job, user_module, rec)
+    outcome["events"] = rec.events
+    outcome["device"] = STAND_IN_VALUES
+    return outcome
+
+
+def parameter_count(cls, spec: dict, user_module) -> Optional[int]:
+    """Parameters and buffers of the class as built with no data (on the stand-in)."""
+    try:
+        kwargs = spec.get("init_kwargs")
+        if kwargs is None:
+            hook = getattr(user_module, "devlint_init_kwargs", None)
+            kwargs = hook(cls) if callable(hook) else None
+        probe = Recorder(inspect.getfile(cls), STAND_IN)
+        with FunctionRecorder(probe, params_on_stand_in=True), DispatchRecorder(probe):
+            model = cls(**(kwargs or {}))
+        return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
+    except BaseException:  # noqa: BLE001 - user code; the meta run has reported it
+        return None
 
 
 def _span(cls) -> list[int]:
