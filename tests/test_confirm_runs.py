@@ -117,13 +117,14 @@ def test_a_device_literal_in_a_helper_is_judged_by_the_lines_that_ran(tmp_path):
             def forward(self, x):
                 return self.proj(x)
     """, "--select", "DEV005")
-    assert statuses(results) == [("DEV005", 3, "confirmed"), ("DEV005", 7, "not-reproduced"), ("DEV005", 11, "not-reached")]
+    assert statuses(results) == [("DEV005", 3, "confirmed"), ("DEV005", 7, "not-reproduced"), ("DEV005", 11, "not-run")]
     moved = results[0][2]
     assert moved["message"].startswith("line 7 made cuda:0; the module was moved there at line 23")
     assert "Torch not compiled with CUDA enabled" in moved["message"]
     assert moved["use"] == {"row": 23} and moved["origin"] == {"row": 7}
     assert "line 11 ran" in results[1][2]["message"]
-    assert "did not run" in results[2][2]["message"]
+    # a plain function no module run called: confirm does not run it
+    assert "the function unused(), which no module run reached" in results[2][2]["message"]
 
 
 def test_a_literal_used_by_a_tensor_made_later_is_confirmed(tmp_path):
