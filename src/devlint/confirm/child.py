@@ -290,7 +290,13 @@ class DispatchRecorder(TorchDispatchMode):
         if "cpu" in devices and len(devices) > 1:
             decision = placement.decide(func, args, kwargs)
             args, kwargs = record_mix(self.rec, str(func), decision, tensors, args, kwargs)
-        return func(*args, **kwargs)
+            return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if devices == {"cpu"} and any(t in self.rec.origin or t in self.rec.attr_names for t in tensors):
+            # torch's Python code (a mask converted inside multi_head_attention_forward) runs
+            # below the function recorder; its ops still carry the origin
+            _inherit(self.rec, tensors, result)
+        return result
 
 
 def record_mix(rec: Recorder, op: str, decision, tensors: list, args, kwargs):
