@@ -352,7 +352,7 @@ def test_code_no_module_run_reaches_is_not_run_with_the_reason(tmp_path):
 
 
 def test_unreached_lines_of_a_called_function_and_after_a_copy_to_the_host(tmp_path):
-    results = confirm(tmp_path, """
+    source = """
         def shifted(x, scale=None):
             bias = torch.ones(8)
             bias.to(x.device)
@@ -379,11 +379,16 @@ def test_unreached_lines_of_a_called_function_and_after_a_copy_to_the_host(tmp_p
                 if x.cpu().sum() > 0:
                     torch.cuda.synchronize()
                 return self.proj(x)
-    """, "--select", "DEV011")
+    """
+    results = confirm(tmp_path, source, "--select", "DEV011", "--values", "never")
     # shifted() ran (called by Shift.forward), so its skipped line is not-reached, not not-run
     assert statuses(results) == [("DEV011", 6, "not-reached"), ("DEV011", 26, "inconclusive")]
     assert results[1][2]["message"] == ("line 30 did not run, but on the stand-in the copies to the host at line 29 "
                                         "hold zeros, so a branch on their values may have gone another way")
+    # by default a run whose host copies were zeros is run again with values: the branch is
+    # decided by the data (zeros in, so it is not taken)
+    results = confirm(tmp_path, source, "--select", "DEV011")
+    assert statuses(results) == [("DEV011", 6, "not-reached"), ("DEV011", 26, "not-reached")]
 
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="the messages are the CPU build's")

@@ -937,7 +937,9 @@ def run_with_values_policy(cls, spec: dict, job: dict, user_module, rec: Recorde
     outcome = run_class(cls, spec, job, user_module, rec)
     outcome["events"] = rec.events
     stopped = any(r["status"] in ("inconclusive", "error") for r in outcome["runs"])
-    if values == "auto" and stopped:
+    # the data-less run served the user's copies to the host with zeros: its branches may not be the real ones
+    zeros = any(e["kind"] == "host-copy" for e in rec.events)
+    if values == "auto" and (stopped or zeros):
         size = parameter_count(cls, spec, user_module)
         if size is not None and size <= VALUES_MAX_PARAMS:
             again_rec = Recorder(rec.user_file, rec.target)
