@@ -301,3 +301,32 @@ def test_add_noqa_skips_baselined_findings(project):
     r = check(project, "--add-noqa")
     assert (r.returncode, r.stderr) == (0, "Added 1 noqa directive.\n")
     assert (project / "a.py").read_text() == HEADER + f"{CUDA}\n{LOAD}\n{CUDA}  # noqa: DEV001\n"
+
+
+def test_pre_commit_with_the_configured_baseline(tmp_path, hooks_repo, home):
+    """The hooks name the staged files; `baseline` in [tool.devlint] hides what it records there too."""
+    from helpers import git, pre_commit
+
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    write(project, {"pyproject.toml": '[tool.devlint]\nbaseline = "devlint-baseline.json"\n',
+                    "m.py": HEADER + f"{CUDA}\n{LOAD}\n"})
+    assert devlint("--update-baseline", ".", cwd=project).returncode == 0
+    git(project, "add", "-A")
+
+    def hook(name):
+        return pre_commit("try-repo", str(hooks_repo), name, "--files", "m.py", cwd=project, home=home)
+
+    r = hook("devlint")
+    assert r.returncode == 0, r.stdout
+    write(project, {"m.py": HEADER + f"\n{CUDA}\n{LOAD}\nmodel.load_state_dict(torch.load(q))\n"})  # a safe fix
+    git(project, "add", "-A")
+    r = hook("devlint")
+    assert r.returncode == 1
+    assert findings(r.stdout) == [("m.py", 5, "DEV002")]
+    r = hook("devlint-fix")
+    assert r.returncode == 1 and "files were modified by this hook" in r.stdout
+    assert (project / "m.py").read_text() == HEADER + f'\n{CUDA}\n{LOAD}\nmodel.load_state_dict(torch.load(q, map_location="cpu"))\n'
+    git(project, "add", "-A")
+    assert hook("devlint").returncode == 0

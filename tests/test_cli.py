@@ -503,6 +503,19 @@ def test_stubs_and_python_scripts_are_checked(tmp_path, name, content):
     assert [code for *_, code in findings(r.stdout)] == ["DEV001"]
 
 
+def test_pre_commit_names_a_python_script_without_a_suffix(tmp_path, hooks_repo, home):
+    """`types: [python]` includes executable scripts with a Python shebang: the hook checks them."""
+    from helpers import git, pre_commit
+
+    git(tmp_path, "init", "-q")
+    write(tmp_path, {"tool": "#!/usr/bin/env python3\n" + ONE_DEV001, "data.csv": "a,b\n"})
+    (tmp_path / "tool").chmod(0o755)
+    git(tmp_path, "add", "-A")
+    r = pre_commit("try-repo", str(hooks_repo), "devlint", "--all-files", cwd=tmp_path, home=home)
+    assert r.returncode == 1
+    assert findings(r.stdout) == [("tool", 3, 11, "DEV001")]
+
+
 def test_the_walk_picks_up_stubs(tmp_path):
     write(tmp_path, {"pkg/a.py": ONE_DEV001, "pkg/a.pyi": ONE_DEV001, "pkg/tool": "#!/usr/bin/env python\n" + ONE_DEV001})
     r = run("--no-cache", "pkg", cwd=tmp_path)
