@@ -330,3 +330,11 @@ def test_pre_commit_with_the_configured_baseline(tmp_path, hooks_repo, home):
     assert (project / "m.py").read_text() == HEADER + f'\n{CUDA}\n{LOAD}\nmodel.load_state_dict(torch.load(q, map_location="cpu"))\n'
     git(project, "add", "-A")
     assert hook("devlint").returncode == 0
+
+
+@pytest.mark.parametrize("value", ["3", '""', "[\"a.json\"]"])
+def test_the_config_key_must_name_a_file(project, value):
+    (project / "pyproject.toml").write_text(f"[tool.devlint]\nbaseline = {value}\n")
+    r = devlint(".", cwd=project)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == f"devlint: error: {project / 'pyproject.toml'} [tool.devlint]: `baseline` must be a file name (a string)\n"
