@@ -134,7 +134,6 @@ def _run_session(block: str, cwd: Path) -> None:
 def test_baseline_sample_is_what_devlint_prints(tmp_path):
     import shutil
 
-    section = README[README.index("## Baselines"):]
     examples = tmp_path / "examples"
     shutil.copytree(ROOT / "examples", examples, ignore=shutil.ignore_patterns("__pycache__", ".devlint_cache"))
     _run_session(block_after("## Baselines", "text"), examples)

@@ -19,7 +19,7 @@ import re
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 VERSION = 1
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks that finding rows count (libcst's)
