@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -407,18 +408,30 @@ def test_invalid_utf8_reported_next_to_findings(tmp_path, data, where):
     assert r.stdout.endswith("Found 1 finding.\n1 file could not be checked.\n")
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root can read a file without read permission")
-def test_unreadable_file_reported_next_to_findings(tmp_path):
+def _unprivileged() -> list[str]:
+    """A prefix that keeps root from reading a file without read permission."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "walked"])
+def test_unreadable_file_reported_next_to_findings(tmp_path, named):
+    """Named on the command line, an unreadable file is a usage error (exit 2); found by the
+    walk, it is a file that could not be checked (exit 1). The other files are checked."""
     write(tmp_path, {"bad.py": ONE_DEV001, "good.py": ONE_DEV001})
     (tmp_path / "bad.py").chmod(0)
     try:
-        r = run("bad.py", "good.py", cwd=tmp_path)
+        r = subprocess.run([*_unprivileged(), sys.executable, "-m", "devlint", "--no-cache",
+                            *(["bad.py", "good.py"] if named else ["."])],
+                           cwd=tmp_path, capture_output=True, text=True)
     finally:
         (tmp_path / "bad.py").chmod(0o644)
-    assert r.returncode == 1
+    assert r.returncode == (2 if named else 1)
     assert findings(r.stdout) == [("good.py", 2, 11, "DEV001")]
-    assert r.stderr.startswith("bad.py:1:1: error: cannot read")
+    assert r.stderr == "bad.py:1:1: error: cannot read: Permission denied\n"
     assert r.stdout.endswith("Found 1 finding.\n1 file could not be checked.\n")
 
 
@@ -444,6 +457,84 @@ def test_missing_path_exits_2_and_checks_the_rest(tmp_path, order):
     assert "missing.py" in r.stderr
     assert "No such file or directory" in r.stderr
     assert findings(r.stdout) == [("good.py", 2, 11, "DEV001")]
+
+
+# --- 9b. no silent pass: a path named on the command line is checked, or the run says why ----------
+
+@pytest.mark.parametrize("name, content, reason", [
+    ("data.csv", "a,b\n1,2\n", "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
+    ("notes.txt", ONE_DEV001, "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
+    ("script.py.bak", ONE_DEV001, "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
+    ("run", "#!/bin/sh\necho torch\n", "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
+    ("missing.py", None, "No such file or directory"),
+])
+def test_a_named_path_devlint_cannot_check_exits_2_and_says_why(tmp_path, name, content, reason):
+    write(tmp_path, {"good.py": ONE_DEV001, **({name: content} if content is not None else {})})
+    for args in ([name], [name, "good.py"], ["good.py", name]):
+        r = run("--no-cache", *args, cwd=tmp_path)
+        assert r.returncode == 2, args
+        assert r.stderr == f"{name}:1:1: error: {reason}\n"
+        expected = [("good.py", 2, 11, "DEV001")] if "good.py" in args else []
+        assert findings(r.stdout) == expected  # the other paths are still checked
+        assert r.stdout.endswith("1 file could not be checked.\n")
+    r = run("--output-format", "json", name, cwd=tmp_path)
+    assert r.returncode == 2
+    (record,) = json.loads(r.stdout)
+    assert (record["code"], record["message"]) == (None, reason)
+
+
+def test_a_named_fifo_is_not_read(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    os.mkfifo(tmp_path / "pipe.py")
+    r = subprocess.run([sys.executable, "-m", "devlint", "pipe.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert (r.returncode, r.stderr) == (2, "pipe.py:1:1: error: not a regular file\n")
+
+
+@pytest.mark.parametrize("name, content", [
+    ("stub.pyi", ONE_DEV001),
+    ("tool", "#!/usr/bin/env python3\n" + ONE_DEV001),  # what pre-commit's `types: [python]` also names
+])
+def test_stubs_and_python_scripts_are_checked(tmp_path, name, content):
+    write(tmp_path, {name: content})
+    r = run("--no-cache", name, cwd=tmp_path)
+    assert r.returncode == 1
+    assert [code for *_, code in findings(r.stdout)] == ["DEV001"]
+
+
+def test_pre_commit_names_a_python_script_without_a_suffix(tmp_path, hooks_repo, home):
+    """`types: [python]` includes executable scripts with a Python shebang: the hook checks them."""
+    from helpers import git, pre_commit
+
+    git(tmp_path, "init", "-q")
+    write(tmp_path, {"tool": "#!/usr/bin/env python3\n" + ONE_DEV001, "data.csv": "a,b\n"})
+    (tmp_path / "tool").chmod(0o755)
+    git(tmp_path, "add", "-A")
+    r = pre_commit("try-repo", str(hooks_repo), "devlint", "--all-files", cwd=tmp_path, home=home)
+    assert r.returncode == 1
+    assert findings(r.stdout) == [("tool", 3, 11, "DEV001")]
+
+
+def test_the_walk_picks_up_stubs(tmp_path):
+    write(tmp_path, {"pkg/a.py": ONE_DEV001, "pkg/a.pyi": ONE_DEV001, "pkg/tool": "#!/usr/bin/env python\n" + ONE_DEV001})
+    r = run("--no-cache", "pkg", cwd=tmp_path)
+    assert files(r.stdout) == {"pkg/a.py", "pkg/a.pyi"}  # a script without a suffix only when named
+
+
+@pytest.mark.parametrize("layout", [{}, {"empty/notes.txt": "torch"}, {"empty/sub/data.csv": "1"}])
+def test_a_directory_with_nothing_to_check_passes_with_a_warning(tmp_path, layout):
+    (tmp_path / "empty").mkdir()
+    write(tmp_path, layout)
+    r = run("--no-cache", "empty", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "All checks passed!\n")
+    assert r.stderr == "warning: No Python files found under the given path(s)\n"
+
+
+def test_no_warning_when_something_was_checked(tmp_path):
+    write(tmp_path, {"empty/.keep": "", "a.py": CLEAN})
+    r = run("--no-cache", "empty", "a.py", cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "All checks passed!\n", "")
 
 
 # --- 10. rule documentation -------------------------------------------------------------------
@@ -504,6 +595,24 @@ def test_help_lists_every_command_and_checks_options(tmp_path, flag):
     for option in ("--fix", "--select CODES", "--output-format {text,json,json-lines,sarif,github}",
                    "--stdin-filename PATH", "--config PYPROJECT", "--version"):
         assert option in r.stdout
+
+
+def test_help_lists_every_command_there_is(tmp_path):
+    """Every command `devlint` dispatches is in `devlint --help`, with its own help, and in the
+    README's command list."""
+    from devlint.cli import COMMANDS
+
+    assert {"check", "rule", "explain", "confirm"} <= set(COMMANDS)
+    listed = run("--help", cwd=tmp_path).stdout
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for command in COMMANDS:
+        assert re.search(rf"^    {command} +\S", listed, re.M), command
+        r = run(command, "--help", cwd=tmp_path)
+        assert (r.returncode, r.stderr) == (0, ""), command
+        assert r.stdout.startswith(f"usage: devlint {command} "), command
+        assert re.search(rf"^devlint (\[{command}\]|{command}) ", readme, re.M), command
+    for option in ("--baseline FILE", "--update-baseline"):
+        assert option in listed
 
 
 @pytest.mark.parametrize("command, option", [

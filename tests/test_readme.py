@@ -116,3 +116,32 @@ def test_explain_sample_is_what_devlint_prints():
     assert result.stdout == expected
     traceback = (ROOT / "tests" / "tracebacks" / "examples_export.txt").read_text()
     assert block_after("fails like this", "text").splitlines()[-1] == traceback.splitlines()[-1]
+
+
+def _run_session(block: str, cwd: Path) -> None:
+    """Run each `$ devlint ...` line of a README block in `cwd` and compare what it prints
+    (standard output, then standard error) with the lines that follow it."""
+    steps = re.split(r"^\$ ", block, flags=re.M)[1:]
+    assert steps
+    for step in steps:
+        command, expected = step.split("\n", 1)
+        argv = shlex.split(command)
+        assert argv[0] == "devlint"
+        r = subprocess.run([sys.executable, "-m", "devlint", "--no-cache", *argv[1:]], cwd=cwd, capture_output=True, text=True)
+        assert r.stdout + r.stderr == expected, command
+
+
+def test_baseline_sample_is_what_devlint_prints(tmp_path):
+    import shutil
+
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples", examples, ignore=shutil.ignore_patterns("__pycache__", ".devlint_cache"))
+    _run_session(block_after("## Baselines", "text"), examples)
+    head = block_after("## Baselines", "json").replace("\n  ", "\n").lstrip()
+    assert (examples / "devlint-baseline.json").read_text().startswith(head)
+    train = examples / "train.py"
+    added = block_after("Then add a function above `parse_args`", "python")
+    train.write_text(train.read_text().replace("def parse_args", added + "\n\ndef parse_args", 1))
+    _run_session(block_after("Only the new finding is reported", "text"), examples)
+    assert 'torch.load(path, map_location="cpu")' in train.read_text()
+    assert "    images.to(device)\n" in (examples / "finetune.py").read_text()  # recorded: not fixed

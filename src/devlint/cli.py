@@ -72,6 +72,9 @@ def _add_check_options(p) -> None:
     p.add_argument("--no-cache", action="store_true", help="check every file again, ignoring .devlint_cache/")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help="where to keep the cache (default: .devlint_cache/ beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    p.add_argument("--baseline", type=Path, metavar="FILE",
+                   help="hide the findings recorded in FILE (default: baseline in [tool.devlint])")
+    p.add_argument("--update-baseline", action="store_true", help="record the current findings in the baseline file, and exit 0")
     _add_target_torch(p)
     p.add_argument("--show-settings", action="store_true", help="print the settings a check would use, and exit")
     _add_config_options(p)
@@ -189,11 +192,21 @@ def run_check(args: argparse.Namespace) -> int:
     mode = None
     if args.diff or args.fix:
         mode = ("unsafe-" if unsafe else "") + ("diff" if args.diff else "write")
+    try:
+        baseline = _load_baseline(args, settings)
+    except ValueError as exc:
+        print(f"devlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+    def recorded(path: Path):
+        from devlint.baseline import file_key
+
+        return baseline.recorded(file_key(path, settings)) if baseline is not None else None
 
     if args.add_noqa:
         added = problems = 0
         for path, problem in discover(paths, settings, args.force_exclude):
-            changed, problem = (0, problem) if problem else add_noqa_to_file(path, settings)
+            changed, problem = (0, problem) if problem else add_noqa_to_file(path, settings, recorded(path))
             added += changed
             if problem:
                 problems += 1
@@ -203,6 +216,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     reports: list[FileReport] = []
     missing = False
+    stdin_text = None
     if from_stdin:
         if args.force_exclude and args.stdin_filename and list(discover([stdin_path], settings, True)) == []:
             reports = []  # an excluded file: pass it through untouched
@@ -212,8 +226,15 @@ def run_check(args: argparse.Namespace) -> int:
             return EXIT_CLEAN
         data = sys.stdin.buffer.read()
         display = args.stdin_filename or "-"
-        report = check_data(data, stdin_path, settings, display, mode)
+        report = check_data(data, stdin_path, settings, display, mode, recorded(stdin_path))
         reports.append(report)
+        if baseline is not None and report.findings and mode is None:
+            from devlint.runner import SourceError, decode
+
+            try:
+                stdin_text = decode(data)[0]
+            except SourceError:
+                pass
         if args.fix:  # like ruff: the fixed code goes to standard output, the report to stderr
             sys.stdout.buffer.write(report.new_data if report.new_data is not None else data)
             sys.stdout.flush()
@@ -229,13 +250,22 @@ def run_check(args: argparse.Namespace) -> int:
         show_progress = args.output_format == "text" and not args.diff and sys.stderr.isatty() and len(items) > 100
         reports += check_files(
             items, settings, mode, jobs=args.jobs or os.cpu_count() or 1, cache_dir=cache_dir,
-            progress=_progress_bar(sys.stderr) if show_progress else None,
+            progress=_progress_bar(sys.stderr) if show_progress else None, baseline=baseline,
         )
+        if not items and not missing:
+            print("warning: No Python files found under the given path(s)", file=sys.stderr)
 
     reports.sort(key=lambda r: r.display)
+    if args.update_baseline:
+        return _update_baseline(baseline, args, settings, reports, stdin_text, missing)
+    if baseline is not None and mode is None:
+        from devlint.baseline import apply
+
+        apply(baseline, reports, settings, stdin_text)
+    baselined = sum(r.baselined for r in reports)
     findings, errors = output.count(reports)
     if args.diff:
-        output.write_diff(reports, sys.stdout, sys.stderr)
+        output.write_diff(reports, sys.stdout, sys.stderr, baselined=baselined)
         pending = any(r.diff for r in reports)
         return EXIT_ERROR if missing else (EXIT_FINDINGS if pending else EXIT_CLEAN)
     out = sys.stderr if (from_stdin and args.fix) else sys.stdout
@@ -246,11 +276,14 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         if args.output_format == "text":
-            output.write_text(reports, stream, sys.stderr, statistics=args.statistics, unsafe=unsafe, fixing=args.fix)
+            output.write_text(reports, stream, sys.stderr, statistics=args.statistics, unsafe=unsafe, fixing=args.fix,
+                              baselined=baselined)
         else:
             writer = {"json": output.write_json, "json-lines": output.write_json_lines,
                       "sarif": output.write_sarif, "github": output.write_github}[args.output_format]
             writer(reports, stream)
+            if baselined:  # the report itself stays machine-readable
+                print(output.baselined_line(baselined), file=sys.stderr)
     finally:
         if stream is not out:
             stream.close()
@@ -259,6 +292,53 @@ def run_check(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings or errors else EXIT_CLEAN
+
+
+def _load_baseline(args: argparse.Namespace, settings):
+    """The baseline --baseline or `baseline` in [tool.devlint] names, or None. Raises ValueError."""
+    from devlint.baseline import Baseline, BaselineError
+
+    path = args.baseline if args.baseline is not None else settings.baseline
+    if path is None:
+        if args.update_baseline:
+            raise ValueError("--update-baseline needs a baseline file: --baseline FILE, or baseline in [tool.devlint]")
+        return None
+    if args.update_baseline and (args.fix or args.diff or args.add_noqa or args.paths == [Path("-")] and not args.stdin_filename):
+        raise ValueError("--update-baseline records what a plain check finds: it takes no --fix, --diff, --add-noqa, "
+                         "or standard input without --stdin-filename")
+    if args.update_baseline and not path.exists():
+        if not path.parent.is_dir():
+            raise ValueError(f"cannot write the baseline file {path}: no directory {path.parent}")
+        return Baseline(path)
+    try:
+        return Baseline.load(path)
+    except BaselineError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _update_baseline(old, args, settings, reports, stdin_text, missing: bool) -> int:
+    """--update-baseline: record what `reports` found; a path that cannot be checked writes nothing."""
+    from devlint import output
+    from devlint.baseline import update
+
+    for report in reports:
+        if report.error:
+            print(output.text_line(report, report.error), file=sys.stderr)
+    if missing:
+        print(f"devlint: error: the baseline file {old.path} was not written", file=sys.stderr)
+        return EXIT_ERROR
+    new = update(old, old.path, reports, settings, stdin_text)
+    try:
+        new.write()
+    except OSError as exc:
+        print(f"devlint: error: cannot write the baseline file {old.path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    findings, files = new.count()
+    print(f"Recorded {output.plural(findings, 'finding')} in {output.plural(files, 'file')} in {old.path}.", file=sys.stderr)
+    errors = sum(1 for r in reports if r.error)
+    if errors:
+        print(f"{output.plural(errors, 'file')} could not be checked: their recorded findings were kept.", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 def _settings(args: argparse.Namespace, start: Path, cwd: Path):
@@ -294,6 +374,7 @@ def _show_settings(settings, unsafe: bool) -> None:
         ("exclude", ", ".join(settings.exclude) or "none"),
         ("per-file-ignores", ", ".join(f"{k} = {','.join(v)}" for k, v in settings.per_file_ignores.items()) or "none"),
         ("target-torch", f"{major}.{minor} ({settings.target_torch_source})"),
+        ("baseline", settings.baseline or "none"),
     ):
         print(f"{key}: {value}")
 

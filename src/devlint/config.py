@@ -24,7 +24,7 @@ DEFAULT_EXCLUDE = (
     "*.egg-info", ".eggs", "__pypackages__", "_build", "buck-out", ".ipynb_checkpoints", ".direnv",
 )
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "unsafe-fixes", "confirm",
-              "target-torch"}
+              "target-torch", "baseline"}
 # The torch that checked code must run on when neither the settings nor a requirement say.
 DEFAULT_TARGET_TORCH = (2, 1)
 
@@ -57,6 +57,7 @@ class Settings:
     target_torch_setting: Optional[tuple[int, int]] = None
     target_torch_setting_source: str = ""
     torch_requirements: list[tuple[str, str]] = field(default_factory=list)  # (requirement, where)
+    baseline: Optional[Path] = None  # `baseline` in [tool.devlint], relative to the pyproject
 
     @property
     def target_torch(self) -> tuple[int, int]:
@@ -249,6 +250,10 @@ def load_settings(config_file: Optional[Path], cwd: Path, start: Optional[Path] 
         pattern: check_selectors(_as_list(codes, f"{where} per-file-ignores", pattern), where)
         for pattern, codes in per_file.items()
     }
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str) or not table["baseline"]:
+            raise ConfigError(f"{where}: `baseline` must be a file name (a string)")
+        settings.baseline = config_file.parent / table["baseline"]
     if "target-torch" in table:
         settings.set_target_torch(parse_target_torch(table["target-torch"], where), f"target-torch in {config_file}")
     elif read_project:

@@ -28,6 +28,8 @@ class FixResult:
     remaining: list[Finding] = field(default_factory=list)
     problem: Optional[str] = None  # why no fix was applied
     before: list[Finding] = field(default_factory=list)  # the findings in the source
+    baselined: int = 0  # findings a baseline hid in `text`
+    baselined_before: int = 0  # and in the source
 
 
 Check = Callable[[str], "list[Finding]"]

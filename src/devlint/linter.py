@@ -15,6 +15,8 @@ from devlint.config import Settings, most_specific
 from devlint.findings import Finding
 
 if TYPE_CHECKING:
+    from collections import Counter
+
     from devlint.fixer import FixResult
 
 
@@ -38,8 +40,23 @@ class Linter:
         findings = engine.check_module(engine.parse(source), self.rules, source, self.settings.target_torch)
         return noqa.unsuppressed(findings, source, self.line_noqa) if findings else []
 
-    def fix(self, source: str, unsafe: bool, findings: Optional[list[Finding]] = None) -> "FixResult":
-        """Apply the fixes (safe ones; unsafe ones too when asked) in rounds; see `fixer`."""
+    def fix(self, source: str, unsafe: bool, findings: Optional[list[Finding]] = None,
+            baseline: Optional["Counter"] = None) -> "FixResult":
+        """Apply the fixes (safe ones; unsafe ones too when asked) in rounds; see `fixer`.
+        Findings the `baseline` records for this file are, like `# noqa` ones, neither fixed nor
+        reported; the result counts them (`baselined`, `baselined_before`)."""
         from devlint import fixer
 
-        return fixer.fix_text(source, self.check, unsafe, findings)
+        if baseline is None:
+            return fixer.fix_text(source, self.check, unsafe, findings)
+        from devlint.baseline import hide
+
+        hidden: dict[str, int] = {}
+
+        def check(text: str) -> list[Finding]:
+            kept, hidden[text] = hide(self.check(text), text, baseline)
+            return kept
+
+        result = fixer.fix_text(source, check, unsafe)
+        result.baselined, result.baselined_before = hidden.get(result.text, 0), hidden.get(source, 0)
+        return result

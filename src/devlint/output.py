@@ -33,9 +33,16 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
 
+plural = _plural
+
+
+def baselined_line(n: int) -> str:
+    return f"{_plural(n, 'finding')} hidden by the baseline."
+
+
 def write_text(
     reports: Sequence[FileReport], out: TextIO, err: TextIO, statistics: bool = False,
-    unsafe: bool = False, fixing: bool = False,
+    unsafe: bool = False, fixing: bool = False, baselined: int = 0,
 ) -> None:
     for report in reports:  # file errors go to standard error, before the findings
         if report.error:
@@ -62,17 +69,21 @@ def write_text(
             print(f"{hidden} fixable with --fix --unsafe-fixes.", file=out)
     elif not errors:
         print("All checks passed!", file=out)
+    if baselined:
+        print(baselined_line(baselined), file=out)
     if errors:
         print(f"{_plural(errors, 'file')} could not be checked.", file=out)
 
 
-def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO, baselined: int = 0) -> None:
     for report in reports:
         if report.error:
             print(text_line(report, report.error), file=err)
         out.write(report.diff)
     fixed = sum(len(r.fixed) for r in reports)
     print(f"Would fix {_plural(fixed, 'finding')}." if fixed else "No fixes available.", file=err)
+    if baselined:
+        print(baselined_line(baselined), file=err)
 
 
 def _write_statistics(reports: Sequence[FileReport], out: TextIO) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import difflib
-import errno
 import gc
 import hashlib
 import io
@@ -19,6 +18,8 @@ from devlint import noqa
 from devlint.config import Settings
 from devlint.findings import Edit, Finding, Fix, ParseError, file_error
 from devlint.linter import Linter
+from devlint.paths import is_checked_name, named_file_problem
+from devlint.paths import read_problem as _read_problem
 
 
 @dataclass
@@ -31,6 +32,8 @@ class FileReport:
     diff: str = ""
     new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
     unfixed: list[Finding] = field(default_factory=list)  # the findings before the fixes
+    baselined: int = 0  # findings a baseline hid
+    unfixed_baselined: int = 0  # and before the fixes
 
     @property
     def diagnostics(self) -> list[Finding]:
@@ -68,40 +71,37 @@ def decode(data: bytes) -> tuple[str, str]:
         raise SourceError(f"unknown encoding: {encoding}") from None
 
 
-def check_file(path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None) -> FileReport:
+def check_file(path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None,
+               baseline=None) -> FileReport:
     """Check one file. With fix="write" (or "diff"), apply the fixes (or only show them);
-    fix="unsafe-write" / "unsafe-diff" include unsafe fixes."""
+    fix="unsafe-write" / "unsafe-diff" include unsafe fixes. `baseline`: the findings a
+    baseline records for the file, which fixing leaves alone (a plain check ignores it: the
+    caller applies baselines to what is, maybe, cached)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         return FileReport(path, display or str(path)).fail(f"cannot read: {_read_problem(path, exc)}")
-    report = check_data(data, path, settings, display, fix)
+    report = check_data(data, path, settings, display, fix, baseline)
     if report.new_data is not None and fix is not None and fix.endswith("write"):
         problem = write_atomically(path, report.new_data, data)
         if problem is not None:
             report.findings, report.fixed = report.unfixed, []
+            report.baselined = report.unfixed_baselined
             report.fail(problem)
     return report
 
 
-def _read_problem(path: Path, exc: OSError) -> str:
-    if exc.errno == errno.ELOOP:
-        return "symbolic link loop"
-    if exc.errno == errno.ENOENT and path.is_symlink():
-        return f"broken symbolic link (to {os.readlink(path)})"
-    return exc.strerror or str(exc)
-
-
 def check_data(
-    data: bytes, path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None
+    data: bytes, path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None,
+    baseline=None,
 ) -> FileReport:
     """Check (and with `fix`, fix) the bytes of a file; writes nothing. The fixed bytes, if any,
     are in `report.new_data`."""
     try:
         try:
-            return _check_data(data, path, settings, display, fix)
+            return _check_data(data, path, settings, display, fix, baseline)
         except RecursionError:  # deeply nested code: libcst parses and prints recursively
-            return _on_a_deep_stack(_check_data, data, path, settings, display, fix)
+            return _on_a_deep_stack(_check_data, data, path, settings, display, fix, baseline)
     except RecursionError:
         return FileReport(path, display or str(path)).fail(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
     except Exception as exc:  # noqa: BLE001 - a bug in devlint must not stop the run or cost the other files
@@ -141,7 +141,8 @@ def _on_a_deep_stack(function, *args):
     return value
 
 
-def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str]) -> FileReport:
+def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str],
+                baseline=None) -> FileReport:
     report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
@@ -149,12 +150,13 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
         if fix is None:
             report.findings = linter.check(source)
             return report
-        result = linter.fix(source, unsafe=fix.startswith("unsafe"))
+        result = linter.fix(source, unsafe=fix.startswith("unsafe"), baseline=baseline)
     except SourceError as exc:
         return report.fail(str(exc), exc.row, exc.column)
     except ParseError as exc:
         return report.fail(f"cannot parse: {exc.message}", exc.row, exc.column)
     report.findings = result.remaining
+    report.baselined, report.unfixed_baselined = result.baselined, result.baselined_before
     if result.problem is not None:
         return report.fail(f"fixes not applied: {result.problem}")
     if result.text == source:
@@ -163,6 +165,7 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
         report.new_data = result.text.encode(encoding)
     except UnicodeEncodeError as exc:
         report.findings = result.before
+        report.baselined = result.baselined_before
         return report.fail(f"fixes not applied: cannot encode the result as {encoding} ({exc.reason})")
     report.fixed = result.fixed
     report.unfixed = result.before
@@ -173,8 +176,9 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
     return report
 
 
-def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]]:
-    """Silence every finding of a file in place; (lines changed, problem)."""
+def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int, Optional[str]]:
+    """Silence every finding of a file in place (but those `baseline` records for it); (lines
+    changed, problem)."""
     try:
         data = path.read_bytes()
         source, encoding = decode(data)
@@ -183,6 +187,10 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
         return 0, f"cannot read: {_read_problem(path, exc)}"
     except (SourceError, ParseError) as exc:
         return 0, getattr(exc, "message", str(exc))
+    if baseline:
+        from devlint.baseline import hide
+
+        findings = hide(findings, source, baseline)[0]
     new_source, changed = noqa.add_noqa(source, findings)
     if not changed:
         return 0, None
@@ -226,14 +234,15 @@ def discover(
 ) -> Iterator[tuple[Path, Optional[str]]]:
     """(path, problem) for every Python file under `paths`. Paths given explicitly are checked
     even when excluded (excludes apply to what the walk finds, as in ruff), unless
-    force_exclude, as pre-commit needs: it names every staged file."""
+    force_exclude, as pre-commit needs: it names every staged file. A named path that cannot
+    be checked (missing, unreadable, not a Python file) comes with the reason."""
     for root in paths:
         if force_exclude and _excluded_with_parents(root, settings):
             continue
         if root.is_dir():
             yield from ((p, None) for p in _walk(root, settings))
         elif root.exists() or root.is_symlink():
-            yield root, None
+            yield root, named_file_problem(root)
         else:
             yield root, "No such file or directory"
 
@@ -255,7 +264,7 @@ def _walk(root: Path, settings: Settings) -> Iterator[Path]:
             if not settings.is_excluded(here / d) and not (here / d / "pyvenv.cfg").exists()
         )
         for name in filenames:
-            if name.endswith(".py") and not settings.is_excluded(here / name):
+            if is_checked_name(name) and not settings.is_excluded(here / name):
                 found.append(here / name)
     yield from sorted(found)
 
@@ -268,9 +277,11 @@ def check_files(
     jobs: int = 1,
     cache_dir: Optional[Path] = None,
     progress=None,
+    baseline=None,
 ) -> list[FileReport]:
     """Check (or fix) every (path, display) pair. Plain checks are cached by file content and
-    settings; files are spread over `jobs` processes when there are enough of them."""
+    settings; files are spread over `jobs` processes when there are enough of them. A fix
+    leaves alone the findings `baseline` records; a plain check does not apply it."""
     cache = FindingCache(cache_dir, settings) if cache_dir is not None and fix is None else None
     reports: list[Optional[FileReport]] = [None] * len(items)
     todo = []
@@ -283,7 +294,7 @@ def check_files(
     done = len(items) - len(todo)
     if progress is not None:
         progress(done, len(items))
-    work = [(items[i][0], items[i][1], settings, fix) for i in todo]
+    work = [(items[i][0], items[i][1], settings, fix, _recorded(baseline, items[i][0], settings, fix)) for i in todo]
     gc.freeze()  # what is alive now lives to the end: keep it out of every collection
     if jobs > 1 and len(work) > 8:
         import concurrent.futures
@@ -310,6 +321,14 @@ def check_files(
     return reports
 
 
+def _recorded(baseline, path: Path, settings: Settings, fix: Optional[str]):
+    if baseline is None or fix is None:
+        return None
+    from devlint.baseline import file_key
+
+    return baseline.recorded(file_key(path, settings))
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -319,7 +338,7 @@ def _size(path: Path) -> int:
 
 def _check_portable(job) -> FileReport:
     """check_file in a worker process (or in this one)."""
-    path, display, settings, fix = job
+    path, display, settings, fix, baseline = job
     # A parse allocates a million objects: automatic collections would scan them again and
     # again. The trees hold no reference cycles, so reference counting frees them; a full
     # collection after every file cost 13-18% of a serial run (bench/README.md), one every
@@ -327,7 +346,7 @@ def _check_portable(job) -> FileReport:
     global _checked
     gc.disable()
     try:
-        report = check_file(path, settings, display, fix)
+        report = check_file(path, settings, display, fix, baseline)
     finally:
         gc.enable()
     _checked += 1

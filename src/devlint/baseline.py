@@ -1,0 +1,191 @@
+"""Baselines: the findings a project already has, recorded so that only new ones are reported.
+
+A recorded finding is (file, code, the text of its line, stripped) with a count, not a line
+number, so it still matches when code moves around it. When a file holds N recorded findings of
+one (code, line text) and now holds more, the first N by position are hidden and the rest are
+reported. A finding on a changed line is new.
+
+The file is JSON, one entry a line, sorted by file, code and line text:
+
+    {"version": 1, "findings": [
+      {"code": "DEV001", "count": 1, "file": "pkg/model.py", "line": "model.cuda()"}
+    ]}
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Optional, Sequence
+
+VERSION = 1
+_NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks that finding rows count (libcst's)
+
+Key = tuple[str, str]  # (code, stripped line text)
+
+
+class BaselineError(Exception):
+    pass
+
+
+def file_key(path: Path, settings) -> str:
+    """A file's name in a baseline: its path from the project root, with `/` separators."""
+    relative = settings.relative(path)
+    if relative is not None:
+        return relative
+    try:
+        return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(settings.root))).as_posix()
+    except ValueError:  # another drive
+        return path.as_posix()
+
+
+def line_keys(findings: Sequence, source: str) -> list[Key]:
+    """(code, stripped text of its first line) for each finding."""
+    lines = _NEWLINE.split(source)
+    return [(f.code, lines[f.row - 1].strip() if 0 < f.row <= len(lines) else "") for f in findings]
+
+
+def hide(findings: Sequence, source: str, recorded: Counter) -> tuple[list, int]:
+    """The findings the recorded ones do not account for, and how many were hidden. Findings
+    come sorted by position: of N+1 alike, the last is reported."""
+    budget = Counter(recorded)
+    kept = []
+    for finding, key in zip(findings, line_keys(findings, source)):
+        if budget[key] > 0:
+            budget[key] -= 1
+        else:
+            kept.append(finding)
+    return kept, len(findings) - len(kept)
+
+
+class Baseline:
+    def __init__(self, path: Path, entries: Optional[dict[str, Counter]] = None) -> None:
+        self.path = path
+        self.entries: dict[str, Counter] = entries if entries is not None else {}
+
+    @classmethod
+    def load(cls, path: Path) -> "Baseline":
+        """Raises BaselineError: the file is missing, unreadable or not a baseline."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BaselineError(f"baseline file not found: {path} (create it with --update-baseline)") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BaselineError(f"cannot read the baseline file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise BaselineError(f"{path}: not valid JSON: {exc}") from None
+        if not isinstance(data, dict) or "version" not in data or not isinstance(data.get("findings"), list):
+            raise BaselineError(f"{path}: not a devlint baseline (an object with `version` and `findings`)")
+        if data["version"] != VERSION:
+            raise BaselineError(f"{path}: baseline version {data['version']!r} is not supported (this devlint writes {VERSION})")
+        entries: dict[str, Counter] = {}
+        for i, entry in enumerate(data["findings"]):
+            fields = entry if isinstance(entry, dict) else {}
+            file, code, line, count = (fields.get(k) for k in ("file", "code", "line", "count"))
+            if not (isinstance(file, str) and isinstance(code, str) and isinstance(line, str)
+                    and isinstance(count, int) and not isinstance(count, bool) and count > 0):
+                raise BaselineError(f"{path}: entry {i + 1} needs `file`, `code`, `line` (strings) and `count` (a positive integer)")
+            entries.setdefault(file, Counter())[(code, line)] += count
+        return cls(path, entries)
+
+    def recorded(self, key: str) -> Optional[Counter]:
+        return self.entries.get(key) or None
+
+    def dumps(self) -> str:
+        rows = sorted(
+            (file, code, line, count)
+            for file, counter in self.entries.items() for (code, line), count in counter.items() if count > 0
+        )
+        body = ",\n".join(
+            "  " + json.dumps({"code": code, "count": count, "file": file, "line": line}, sort_keys=True, ensure_ascii=False)
+            for file, code, line, count in rows
+        )
+        return '{"version": %d, "findings": [\n%s\n]}\n' % (VERSION, body) if rows else '{"version": %d, "findings": []}\n' % VERSION
+
+    def write(self) -> None:
+        """Through a temporary file and a rename: an interrupted write leaves the old baseline."""
+        target = self.path.resolve()
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(self.dumps())
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, target)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+
+    def count(self) -> tuple[int, int]:
+        """(findings, files) recorded."""
+        return sum(sum(c.values()) for c in self.entries.values()), sum(1 for c in self.entries.values() if c)
+
+
+def updated(old: Optional[Baseline], path: Path, checked: dict, root: Path) -> Baseline:
+    """The baseline after a run. `checked[key]` is (the file's findings as a Counter, the codes
+    the run checked it for), or None for a file that could not be checked, whose old entries
+    stay. Old entries also stay for codes the run did not check and for files it did not check
+    that still exist."""
+    entries: dict[str, Counter] = {}
+    for key, counter in (old.entries.items() if old is not None else ()):
+        if checked.get(key) is not None:
+            codes = checked[key][1]
+            kept = Counter({k: n for k, n in counter.items() if k[0] not in codes})
+        elif key in checked or (root / key).exists():
+            kept = Counter(counter)
+        else:
+            continue  # the file is gone
+        if kept:
+            entries[key] = kept
+    for key, found in checked.items():
+        if found is not None and found[0]:
+            entries.setdefault(key, Counter()).update(found[0])
+    return Baseline(path, entries)
+
+
+# --- a run's reports -----------------------------------------------------------------------------
+def _source(report, stdin_text: Optional[str]) -> Optional[str]:
+    """The text a report's findings point into: standard input's, or the file's as it is now."""
+    if stdin_text is not None:
+        return stdin_text
+    from devlint.runner import SourceError, decode
+
+    try:
+        return decode(report.path.read_bytes())[0]
+    except (OSError, SourceError):
+        return None
+
+
+def apply(baseline: Baseline, reports: Sequence, settings, stdin_text: Optional[str] = None) -> None:
+    """Hide the recorded findings from plain-check reports (fixing runs hide them as they fix)."""
+    for report in reports:
+        if not report.findings:
+            continue
+        recorded = baseline.recorded(file_key(report.path, settings))
+        source = _source(report, stdin_text) if recorded else None
+        if source is not None:
+            report.findings, report.baselined = hide(report.findings, source, recorded)
+
+
+def update(old: Optional[Baseline], path: Path, reports: Sequence, settings,
+           stdin_text: Optional[str] = None) -> Baseline:
+    """The baseline recording what the plain-check `reports` found."""
+    from devlint.linter import Linter
+
+    checked: dict = {}
+    for report in reports:
+        key = file_key(report.path, settings)
+        source = _source(report, stdin_text) if report.findings and report.error is None else ""
+        if report.error is not None or source is None:
+            checked[key] = None
+        else:
+            codes = {rule.code for rule in Linter(settings, report.path).rules}
+            checked[key] = (Counter(line_keys(report.findings, source)), codes)
+    return updated(old, path, checked, settings.root)
