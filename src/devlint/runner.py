@@ -142,6 +142,10 @@ def _on_a_deep_stack(function, *args):
 
 
 def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str]) -> FileReport:
+    if path.suffix == ".ipynb":
+        from devlint import notebook
+
+        return notebook.check_data(data, path, settings, display or str(path), fix)
     report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
@@ -177,6 +181,8 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
     """Silence every finding of a file in place; (lines changed, problem)."""
     try:
         data = path.read_bytes()
+        if path.suffix == ".ipynb":
+            return _add_noqa_to_notebook(path, data, settings)
         source, encoding = decode(data)
         findings = Linter(settings, path).check(source)
     except OSError as exc:
@@ -187,6 +193,16 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
     if not changed:
         return 0, None
     problem = write_atomically(path, new_source.encode(encoding), data)
+    return (0, problem) if problem else (changed, None)
+
+
+def _add_noqa_to_notebook(path: Path, data: bytes, settings: Settings) -> tuple[int, Optional[str]]:
+    from devlint import notebook
+
+    new_data, changed, problem = notebook.add_noqa(data, path, settings)
+    if new_data is None:
+        return 0, problem
+    problem = write_atomically(path, new_data, data)
     return (0, problem) if problem else (changed, None)
 
 
@@ -224,7 +240,7 @@ def write_atomically(path: Path, data: bytes, original: bytes) -> Optional[str]:
 def discover(
     paths: Sequence[Path], settings: Settings, force_exclude: bool = False
 ) -> Iterator[tuple[Path, Optional[str]]]:
-    """(path, problem) for every Python file under `paths`. Paths given explicitly are checked
+    """(path, problem) for every Python file and notebook under `paths`. Paths given explicitly are checked
     even when excluded (excludes apply to what the walk finds, as in ruff), unless
     force_exclude, as pre-commit needs: it names every staged file."""
     for root in paths:
@@ -255,7 +271,7 @@ def _walk(root: Path, settings: Settings) -> Iterator[Path]:
             if not settings.is_excluded(here / d) and not (here / d / "pyvenv.cfg").exists()
         )
         for name in filenames:
-            if name.endswith(".py") and not settings.is_excluded(here / name):
+            if name.endswith((".py", ".ipynb")) and not settings.is_excluded(here / name):
                 found.append(here / name)
     yield from sorted(found)
 
