@@ -18,6 +18,7 @@ import io
 import json
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -144,7 +145,9 @@ def read(data: bytes) -> Notebook:
     if version != 4:
         raise NotebookError(f"not an nbformat 4 notebook (nbformat {version}); upgrade it with `jupyter nbconvert --to notebook`")
     try:
-        nbformat.validate(nbformat.from_dict(raw), version=4)
+        with warnings.catch_warnings():  # missing or duplicate cell ids: nbformat repairs its copy, and so can we
+            warnings.simplefilter("ignore")
+            nbformat.validate(nbformat.from_dict(raw), version=4)
     except nbformat.ValidationError as exc:
         raise NotebookError(f"not a valid notebook: {exc.message}") from None
     nb = Notebook(data, raw)
