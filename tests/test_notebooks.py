@@ -290,3 +290,26 @@ def test_pre_commit_checks_and_fixes_a_staged_notebook(tmp_path, hooks_repo, hom
     git(project, "add", "-A")
     again = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "nb.ipynb", cwd=project, home=home)
     assert again.returncode == 1 and EXPECTED[0] not in again.stdout and EXPECTED[1] in again.stdout
+
+
+def test_a_notebook_in_another_language_is_skipped(tmp_path):
+    notebook = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    notebook["metadata"]["language_info"] = {"name": "R"}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1))
+    r = devlint("nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout
+
+
+def test_the_readme_notebook_outputs_are_real(tmp_path):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Notebooks"):readme.index("## From an error message")]
+    blocks = re.findall(r"```text\n\$ devlint (.*?)\n(.*?)```", section, re.S)
+    assert len(blocks) == 3
+    copy(tmp_path, "train.ipynb")
+    (tmp_path / "broken.ipynb").write_text('{"cells": [\n')
+    for command, shown in blocks:
+        r = devlint(*command.split(), cwd=tmp_path)
+        for line in shown.splitlines():
+            assert line in (r.stdout + r.stderr).splitlines(), (command, line)
+        if "--fix" not in command:
+            assert shown == r.stdout + ("" if "--diff" not in command else r.stderr)
