@@ -313,3 +313,13 @@ def test_the_readme_notebook_outputs_are_real(tmp_path):
             assert line in (r.stdout + r.stderr).splitlines(), (command, line)
         if "--fix" not in command:
             assert shown == r.stdout + ("" if "--diff" not in command else r.stderr)
+
+
+def test_rows_count_line_breaks_as_python_does(tmp_path):
+    notebook = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    notebook["cells"][3]["source"] = ['s = "a\u2028b\x0cc"\n', 'model.load_state_dict(torch.load("weights.pt"))\n']
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    r = devlint("nb.ipynb", cwd=tmp_path)
+    assert r.stdout.splitlines()[:3] == EXPECTED
+    assert devlint("--fix", "nb.ipynb", cwd=tmp_path).returncode == 1
+    assert sources(tmp_path / "nb.ipynb")[4] == 's = "a\u2028b\x0cc"\nmodel.load_state_dict(torch.load("weights.pt", map_location="cpu"))\n'

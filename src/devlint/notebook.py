@@ -38,6 +38,15 @@ _ASSIGNED = re.compile(r"^[\w\s,.()\[\]*]+=\s*[%!]")
 _HELP = re.compile(r"^[\w.*\[\]()]+\?{1,2}$")
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their endings, broken where libcst counts rows (not at form feeds or U+2028,
+    as str.splitlines would)."""
+    return _LINE.findall(text)
+
+
 def is_notebook(path: Path) -> bool:
     return path.suffix == SUFFIX
 
@@ -57,7 +66,7 @@ def neutralise(source: str) -> tuple[str, list[str]]:
     or help line counts only at the start of a statement (not inside brackets or a string), and
     takes its backslash-continued lines with it.
     """
-    lines = source.splitlines(keepends=True)
+    lines = _split_lines(source)
     if not lines:
         return source, []
     if lines[0].lstrip().startswith("%%"):
@@ -170,8 +179,8 @@ def read(data: bytes) -> Notebook:
 def row_map(module: str) -> list[tuple[int, int]]:
     """(cell, row in cell) for each row of a joined module; a marker row is (cell, 0)."""
     rows, cell, row = [], 0, 0
-    for line in module.splitlines():
-        match = _MARKER_LINE.match(line)
+    for line in _split_lines(module):
+        match = _MARKER_LINE.match(line.rstrip("\r\n"))
         if match:
             cell, row = int(match.group(1)), 0
         else:
@@ -205,7 +214,7 @@ def split(nb: Notebook, module: str) -> dict[int, str]:
     segments: dict[int, list[str]] = {}
     current: Optional[list[str]] = None
     before: list[str] = []  # text a fix put above the first marker: it belongs to the first cell
-    for line in module.splitlines(keepends=True):
+    for line in _split_lines(module):
         match = _MARKER_LINE.match(line.rstrip("\r\n"))
         if match:
             current = segments.setdefault(int(match.group(1)), [])
