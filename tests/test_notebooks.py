@@ -323,3 +323,11 @@ def test_rows_count_line_breaks_as_python_does(tmp_path):
     assert r.stdout.splitlines()[:3] == EXPECTED
     assert devlint("--fix", "nb.ipynb", cwd=tmp_path).returncode == 1
     assert sources(tmp_path / "nb.ipynb")[4] == 's = "a\u2028b\x0cc"\nmodel.load_state_dict(torch.load("weights.pt", map_location="cpu"))\n'
+
+
+def test_confirm_says_it_runs_modules_not_notebooks(tmp_path):
+    copy(tmp_path)
+    named = devlint("confirm", "nb.ipynb", cwd=tmp_path)
+    assert "nb.ipynb:1:1: error: `devlint confirm` runs .py modules, not notebooks" in named.stderr
+    walked = devlint("confirm", ".", cwd=tmp_path)  # a walk passes notebooks by
+    assert walked.stderr == "" and "No findings to confirm." in walked.stdout
