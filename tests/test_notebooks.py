@@ -331,3 +331,12 @@ def test_confirm_says_it_runs_modules_not_notebooks(tmp_path):
     assert "nb.ipynb:1:1: error: `devlint confirm` runs .py modules, not notebooks" in named.stderr
     walked = devlint("confirm", ".", cwd=tmp_path)  # a walk passes notebooks by
     assert walked.stderr == "" and "No findings to confirm." in walked.stdout
+
+
+def test_a_notebook_with_windows_line_endings_keeps_them(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(NOTEBOOK.read_bytes().replace(b"\n", b"\r\n"))
+    assert devlint("--fix", "nb.ipynb", cwd=tmp_path).returncode == 1
+    expected = (NOTEBOOK.read_bytes().replace(b'torch.load(\\"weights.pt\\")', b'torch.load(\\"weights.pt\\", map_location=\\"cpu\\")')
+                .replace(b"\n", b"\r\n"))
+    assert path.read_bytes() == expected

@@ -244,10 +244,12 @@ def split(nb: Notebook, module: str) -> dict[int, str]:
     return changed
 
 
-def _dump(raw: dict, indent: Optional[int], ascii_only: bool, newline: bool) -> bytes:
+def _dump(raw: dict, indent: Optional[int], ascii_only: bool, newline: bool, crlf: bool) -> bytes:
     separators = (",", ": ") if indent is not None else (",", ":")
-    text = json.dumps(raw, indent=indent, ensure_ascii=ascii_only, separators=separators)
-    return (text + ("\n" if newline else "")).encode("utf-8")
+    text = json.dumps(raw, indent=indent, ensure_ascii=ascii_only, separators=separators) + ("\n" if newline else "")
+    if crlf:  # checked out on Windows: JSON escapes the line breaks in strings, so every "\n" left is layout
+        text = text.replace("\n", "\r\n")
+    return text.encode("utf-8")
 
 
 def write(nb: Notebook, changed: dict[int, str]) -> bytes:
@@ -257,8 +259,9 @@ def write(nb: Notebook, changed: dict[int, str]) -> bytes:
     text = nb.data.decode("utf-8")
     match = re.match(r"\{\r?\n( *)\S", text)
     indent = len(match.group(1)) if match else None
-    newline = text.endswith("\n")
-    layout = next((ascii_only for ascii_only in (False, True) if _dump(nb.raw, indent, ascii_only, newline) == nb.data), None)
+    newline, crlf = text.endswith("\n"), "\r\n" in text
+    layout = next((ascii_only for ascii_only in (False, True)
+                   if _dump(nb.raw, indent, ascii_only, newline, crlf) == nb.data), None)
     if layout is None:
         raise NotebookError("fixes not applied: the notebook's JSON layout is not the one Jupyter writes, "
                             "and devlint does not reformat notebooks (save it from Jupyter first)")
@@ -267,7 +270,7 @@ def write(nb: Notebook, changed: dict[int, str]) -> bytes:
         cell = raw["cells"][cell_number - 1]
         as_list = isinstance(cell["source"], list)
         cell["source"] = source.splitlines(keepends=True) if as_list else source
-    return _dump(raw, indent, layout, newline)
+    return _dump(raw, indent, layout, newline, crlf)
 
 
 def cell_diff(nb: Notebook, changed: dict[int, str], display: str) -> str:
