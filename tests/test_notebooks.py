@@ -340,3 +340,13 @@ def test_a_notebook_with_windows_line_endings_keeps_them(tmp_path):
     expected = (NOTEBOOK.read_bytes().replace(b'torch.load(\\"weights.pt\\")', b'torch.load(\\"weights.pt\\", map_location=\\"cpu\\")')
                 .replace(b"\n", b"\r\n"))
     assert path.read_bytes() == expected
+
+
+def test_a_cell_that_holds_a_line_like_devlints_own_cell_marker(tmp_path):
+    notebook = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    notebook["cells"][3]["source"].insert(0, "# devlint: cell 6\n")
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    r = devlint("nb.ipynb", cwd=tmp_path)
+    assert r.stdout.splitlines()[:3] == [EXPECTED[0].replace("cell 4:2:", "cell 4:3:"), *EXPECTED[1:]]
+    assert devlint("--fix", "--unsafe-fixes", "nb.ipynb", cwd=tmp_path).stdout.splitlines()[0] == EXPECTED[1]
+    assert sources(tmp_path / "nb.ipynb")[4].startswith("# devlint: cell 6\nmodel = nn.Linear(4, 2)\nmodel.load_state_dict(")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import io
 import json
 import re
@@ -28,8 +29,7 @@ from devlint.findings import Edit, Finding, Fix, ParseError, file_error
 SUFFIX = ".ipynb"
 PLACEHOLDER = "pass  # devlint: magic"
 _PLACEHOLDER_LINE = re.compile(r"^[ \t]*pass  # devlint: magic$")
-_MARKER = "# devlint: cell {}"
-_MARKER_LINE = re.compile(r"^# devlint: cell (\d+)$")
+_MARKER = "# devlint: cell"  # then the cell's number; a line of its own before each cell's code
 
 # At the start of a statement, Python never begins with `%`, `!` or `?`: IPython's magics,
 # shell escapes and help. `x = !ls` and `x = %time f()` assign their output.
@@ -134,6 +134,10 @@ class Notebook:
     cells: list[Cell] = field(default_factory=list)
     module: str = ""
     python: bool = True
+    marker: str = _MARKER  # made unique should a cell hold a line like it
+
+    def row_map(self, module: str) -> list[tuple[int, int]]:
+        return row_map(module, self.marker)
 
 
 def read(data: bytes) -> Notebook:
@@ -163,6 +167,8 @@ def read(data: bytes) -> Notebook:
     language = raw.get("metadata", {}).get("language_info", {}).get("name")
     nb.python = language in (None, "python")
     parts = []
+    if any(_MARKER in "".join(c["source"]) for c in raw["cells"] if c["cell_type"] == "code"):
+        nb.marker = f"{_MARKER} {hashlib.sha256(data).hexdigest()[:16]}"
     for number, cell in enumerate(raw["cells"], 1):
         if cell["cell_type"] != "code":
             continue
@@ -171,16 +177,21 @@ def read(data: bytes) -> Notebook:
         neutral, magics = neutralise(source)
         added = bool(neutral) and not neutral.endswith(("\n", "\r"))
         nb.cells.append(Cell(number, source, isinstance(stored, list), magics, added))
-        parts.append(_MARKER.format(number) + "\n" + neutral + ("\n" if added else ""))
+        parts.append(f"{nb.marker} {number}\n" + neutral + ("\n" if added else ""))
     nb.module = "".join(parts)
     return nb
 
 
-def row_map(module: str) -> list[tuple[int, int]]:
+def _marker_line(marker: str) -> re.Pattern:
+    return re.compile(rf"^{re.escape(marker)} (\d+)$")
+
+
+def row_map(module: str, marker: str = _MARKER) -> list[tuple[int, int]]:
     """(cell, row in cell) for each row of a joined module; a marker row is (cell, 0)."""
     rows, cell, row = [], 0, 0
+    marker_line = _marker_line(marker)
     for line in _split_lines(module):
-        match = _MARKER_LINE.match(line.rstrip("\r\n"))
+        match = marker_line.match(line.rstrip("\r\n"))
         if match:
             cell, row = int(match.group(1)), 0
         else:
@@ -214,8 +225,9 @@ def split(nb: Notebook, module: str) -> dict[int, str]:
     segments: dict[int, list[str]] = {}
     current: Optional[list[str]] = None
     before: list[str] = []  # text a fix put above the first marker: it belongs to the first cell
+    marker_line = _marker_line(nb.marker)
     for line in _split_lines(module):
-        match = _MARKER_LINE.match(line.rstrip("\r\n"))
+        match = marker_line.match(line.rstrip("\r\n"))
         if match:
             current = segments.setdefault(int(match.group(1)), [])
             if len(segments) == 1:
@@ -304,7 +316,7 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
         return report.fail(exc.message)
     if not nb.python or not nb.cells:
         return report
-    rows = row_map(nb.module)
+    rows = nb.row_map(nb.module)
     linter = Linter(settings, path)
     try:
         if fix is None:
@@ -317,7 +329,7 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
             file_error(f"cannot parse: {exc.message}", max(row, 1), exc.column), cell=cell or None)
         return report
     before = [locate(f, rows) for f in result.before]
-    report.findings = [locate(f, row_map(result.text)) for f in result.remaining]
+    report.findings = [locate(f, nb.row_map(result.text)) for f in result.remaining]
     if result.problem is not None:
         return report.fail(f"fixes not applied: {result.problem}")
     if result.text == nb.module:
