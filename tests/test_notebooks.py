@@ -350,3 +350,16 @@ def test_a_cell_that_holds_a_line_like_devlints_own_cell_marker(tmp_path):
     assert r.stdout.splitlines()[:3] == [EXPECTED[0].replace("cell 4:2:", "cell 4:3:"), *EXPECTED[1:]]
     assert devlint("--fix", "--unsafe-fixes", "nb.ipynb", cwd=tmp_path).stdout.splitlines()[0] == EXPECTED[1]
     assert sources(tmp_path / "nb.ipynb")[4].startswith("# devlint: cell 6\nmodel = nn.Linear(4, 2)\nmodel.load_state_dict(")
+
+
+def test_writing_back_refuses_an_ipython_line_a_change_moved_or_removed():
+    from devlint import notebook
+
+    nb = notebook.read(NOTEBOOK.read_bytes())
+    assert notebook.split(nb, nb.module) == {}
+    placeholder = f"{PLACEHOLDER}\nfor step"
+    for changed in (nb.module.replace(placeholder, "    " + placeholder),  # re-indented
+                    nb.module.replace(placeholder, "for step"),  # removed
+                    nb.module.replace("# devlint: cell 6\n", "")):  # cells merged
+        with pytest.raises(notebook.NotebookError):
+            notebook.split(nb, changed)

@@ -124,6 +124,7 @@ class Cell:
     source: str
     as_list: bool  # `source` stored as a list of lines (else one string)
     magics: list[str]  # the lines `neutralise` replaced
+    placeholders: list[str]  # what stands in for them, in order
     added_newline: bool  # a line break appended to join the next cell
 
 
@@ -176,7 +177,8 @@ def read(data: bytes) -> Notebook:
         source = "".join(stored) if isinstance(stored, list) else stored
         neutral, magics = neutralise(source)
         added = bool(neutral) and not neutral.endswith(("\n", "\r"))
-        nb.cells.append(Cell(number, source, isinstance(stored, list), magics, added))
+        placeholders = [line.rstrip("\r\n") for line in _split_lines(neutral) if _PLACEHOLDER_LINE.match(line.rstrip("\r\n"))]
+        nb.cells.append(Cell(number, source, isinstance(stored, list), magics, placeholders, added))
         parts.append(f"{nb.marker} {number}\n" + neutral + ("\n" if added else ""))
     nb.module = "".join(parts)
     return nb
@@ -243,7 +245,7 @@ def split(nb: Notebook, module: str) -> dict[int, str]:
         lines = segments[cell.number]
         magics = iter(cell.magics)
         placeholders = [i for i, line in enumerate(lines) if _PLACEHOLDER_LINE.match(line.rstrip("\r\n"))]
-        if len(placeholders) != len(cell.magics):
+        if [lines[i].rstrip("\r\n") for i in placeholders] != cell.placeholders:  # moved, re-indented or gone
             raise NotebookError(f"a fix would change an IPython line in cell {cell.number}")
         for i in placeholders:
             body = lines[i].rstrip("\r\n")

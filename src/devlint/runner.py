@@ -19,6 +19,7 @@ from devlint import noqa
 from devlint.config import Settings
 from devlint.findings import Edit, Finding, Fix, ParseError, file_error
 from devlint.linter import Linter
+from devlint.notebook import is_notebook
 
 
 @dataclass
@@ -142,7 +143,7 @@ def _on_a_deep_stack(function, *args):
 
 
 def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str]) -> FileReport:
-    if path.suffix == ".ipynb":
+    if is_notebook(path):
         from devlint import notebook
 
         return notebook.check_data(data, path, settings, display or str(path), fix)
@@ -181,7 +182,7 @@ def add_noqa_to_file(path: Path, settings: Settings) -> tuple[int, Optional[str]
     """Silence every finding of a file in place; (lines changed, problem)."""
     try:
         data = path.read_bytes()
-        if path.suffix == ".ipynb":
+        if is_notebook(path):
             return _add_noqa_to_notebook(path, data, settings)
         source, encoding = decode(data)
         findings = Linter(settings, path).check(source)
