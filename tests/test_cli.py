@@ -693,3 +693,12 @@ def test_shipped_examples():
     got = {(path.removeprefix("examples/"), row, code) for path, row, _, code in findings(r.stdout)}
     assert got == expected
     assert f"\nFound {len(findings(r.stdout))} findings.\n" in r.stdout
+
+
+def test_noqa_rows_are_python_rows_past_a_form_feed_or_line_separator(tmp_path):
+    (tmp_path / "m.py").write_text('import torch\ns = "a\u2028b\x0cc"\nx = y.cuda()  # noqa: DEV001\nz = w.cuda()\n',
+                                   encoding="utf-8")
+    r = run("--no-cache", "m.py", cwd=tmp_path)
+    assert findings(r.stdout) == [("m.py", 4, 7, "DEV001")]
+    run("--add-noqa", "m.py", cwd=tmp_path)
+    assert (tmp_path / "m.py").read_text(encoding="utf-8").splitlines()[-1] == "z = w.cuda()  # noqa: DEV001"

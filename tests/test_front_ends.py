@@ -135,7 +135,7 @@ def test_hook_manifest():
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"devlint", "devlint-fix"}
     for hook in hooks.values():
-        assert hook["language"] == "python" and hook["types"] == ["python"] and hook["require_serial"] is True
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "jupyter"] and hook["require_serial"] is True
     assert "--fix" in hooks["devlint-fix"]["entry"] and "--fix" not in hooks["devlint"]["entry"]
 
 

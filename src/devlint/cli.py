@@ -482,6 +482,10 @@ def run_confirm(args: argparse.Namespace) -> int:
     reports, work = [], []
     for root, only in targets:
         for path, problem in discover([root], settings):
+            if problem is None and path.suffix == ".ipynb":  # confirm runs modules, not notebooks
+                if path == root:
+                    reports.append(FileReport(path, _display(path, cwd)).fail("`devlint confirm` runs .py modules, not notebooks"))
+                continue
             report = check_file(path, settings, _display(path, cwd)) if problem is None else FileReport(path, str(path)).fail(problem)
             reports.append(report)
             if report.findings and not report.error:

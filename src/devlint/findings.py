@@ -41,6 +41,7 @@ class Finding:
     end_row: int
     end_column: int
     fix: Optional[Fix] = None
+    cell: Optional[int] = None  # in a notebook: the cell (1-based), and rows count inside it
 
     @property
     def sort_key(self):

@@ -10,6 +10,9 @@ FILE_NOQA = re.compile(
     r"^\s*#\s*devlint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE | re.MULTILINE
 )
 ALL = "ALL"
+# Rows as Python counts them: a form feed or U+2028 in a string is no line break.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_BREAK_KEPT = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _codes(text: Optional[str]) -> set[str]:
@@ -36,7 +39,7 @@ def unsuppressed(findings: Sequence, source: str, line_noqa: bool = True) -> lis
     silenced = file_suppressions(source) if "devlint" in source else set()
     if ALL in silenced:
         return []
-    lines = source.splitlines() if line_noqa else []
+    lines = _LINE_BREAK.split(source) if line_noqa else []
     return [
         f for f in findings
         if f.code not in silenced and not (line_noqa and f.row <= len(lines) and is_suppressed(f.code, lines[f.row - 1]))
@@ -49,7 +52,7 @@ def add_noqa(source: str, findings: Sequence) -> tuple[str, int]:
     wanted: dict[int, set[str]] = {}
     for f in findings:
         wanted.setdefault(f.row, set()).add(f.code)
-    lines = source.splitlines(keepends=True)
+    lines = _LINE_BREAK_KEPT.findall(source)
     changed = 0
     for row, codes in wanted.items():
         line = lines[row - 1]

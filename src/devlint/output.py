@@ -21,12 +21,17 @@ def count(reports: Sequence[FileReport]) -> tuple[int, int]:
     return sum(len(r.findings) for r in reports), sum(1 for r in reports if r.error)
 
 
+def where(f: Finding) -> str:
+    """`row:col`, or in a notebook `cell N:row:col` (as ruff writes it)."""
+    return f"cell {f.cell}:{f.row}:{f.column}" if f.cell is not None else f"{f.row}:{f.column}"
+
+
 def text_line(report: FileReport, f: Finding, unsafe: bool = False) -> str:
     """ruff's concise line; a file error reads `path:row:col: error: message`."""
     if f.is_file_error:
-        return f"{report.display}:{f.row}:{f.column}: error: {f.message}"
+        return f"{report.display}:{where(f)}: error: {f.message}"
     mark = "[*] " if f.fix is not None and f.fix.applies(unsafe) else ""
-    return f"{report.display}:{f.row}:{f.column}: {f.code} {mark}{f.message}"
+    return f"{report.display}:{where(f)}: {f.code} {mark}{f.message}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -98,7 +103,9 @@ def records(reports: Sequence[FileReport]) -> list[dict]:
     for report in reports:
         filename = str(report.path.resolve()) if report.path.exists() else str(report.path)
         for f in report.diagnostics:
+            cell = {} if f.cell is None else {"cell": f.cell}  # rows count inside the cell
             out.append({
+                **cell,
                 "code": f.code,
                 "name": f.name,
                 "message": f.message,
@@ -151,7 +158,8 @@ def write_github(reports: Sequence[FileReport], out: TextIO) -> None:
         for f in report.diagnostics:
             title, end = ("devlint", "") if f.is_file_error else (
                 f"devlint ({f.code})", f",endLine={f.end_row},endColumn={f.end_column}")
-            print(f"::error title={title},file={file},line={f.row},col={f.column}{end}::{_escape_data(f.message)}", file=out)
+            message = f.message if f.cell is None else f"cell {f.cell}: {f.message}"
+            print(f"::error title={title},file={file},line={f.row},col={f.column}{end}::{_escape_data(message)}", file=out)
 
 
 def sarif(reports: Sequence[FileReport]) -> dict:
@@ -187,6 +195,9 @@ def sarif(reports: Sequence[FileReport]) -> dict:
                     "region": {"startLine": f.row, "startColumn": f.column, "endLine": f.end_row, "endColumn": f.end_column},
                 }}],
             }
+            if f.cell is not None:  # the region's rows count inside the cell
+                result["locations"][0]["logicalLocations"] = [{"name": f"cell {f.cell}", "kind": "module"}]
+                result["properties"] = {"cell": f.cell}
             if f.fix is not None:
                 result["fixes"] = [{
                     "description": {"text": f.fix.message},

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 # What a directory walk picks up, and what a path named on the command line may be.
-CHECKED_SUFFIXES = (".py", ".pyi")
+CHECKED_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 def is_checked_name(name: str) -> bool:

@@ -18,6 +18,7 @@ from devlint import noqa
 from devlint.config import Settings
 from devlint.findings import Edit, Finding, Fix, ParseError, file_error
 from devlint.linter import Linter
+from devlint.notebook import is_notebook
 from devlint.paths import is_checked_name, named_file_problem
 from devlint.paths import read_problem as _read_problem
 
@@ -143,6 +144,10 @@ def _on_a_deep_stack(function, *args):
 
 def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str],
                 baseline=None) -> FileReport:
+    if is_notebook(path):
+        from devlint import notebook
+
+        return notebook.check_data(data, path, settings, display or str(path), fix)
     report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
@@ -181,6 +186,8 @@ def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int
     changed, problem)."""
     try:
         data = path.read_bytes()
+        if is_notebook(path):
+            return _add_noqa_to_notebook(path, data, settings)
         source, encoding = decode(data)
         findings = Linter(settings, path).check(source)
     except OSError as exc:
@@ -195,6 +202,16 @@ def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int
     if not changed:
         return 0, None
     problem = write_atomically(path, new_source.encode(encoding), data)
+    return (0, problem) if problem else (changed, None)
+
+
+def _add_noqa_to_notebook(path: Path, data: bytes, settings: Settings) -> tuple[int, Optional[str]]:
+    from devlint import notebook
+
+    new_data, changed, problem = notebook.add_noqa(data, path, settings)
+    if new_data is None:
+        return 0, problem
+    problem = write_atomically(path, new_data, data)
     return (0, problem) if problem else (changed, None)
 
 
@@ -232,7 +249,7 @@ def write_atomically(path: Path, data: bytes, original: bytes) -> Optional[str]:
 def discover(
     paths: Sequence[Path], settings: Settings, force_exclude: bool = False
 ) -> Iterator[tuple[Path, Optional[str]]]:
-    """(path, problem) for every Python file under `paths`. Paths given explicitly are checked
+    """(path, problem) for every Python file and notebook under `paths`. Paths given explicitly are checked
     even when excluded (excludes apply to what the walk finds, as in ruff), unless
     force_exclude, as pre-commit needs: it names every staged file. A named path that cannot
     be checked (missing, unreadable, not a Python file) comes with the reason."""
