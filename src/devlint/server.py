@@ -27,6 +27,7 @@ from pygls.uris import to_fs_path
 from devlint import __version__
 from devlint.config import ConfigError, Settings, find_config, load_settings
 from devlint.findings import Edit, Finding, ParseError, file_error
+from devlint.incremental import ChunkParser
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last change
 FIX_ALL = "source.fixAll.devlint"
@@ -56,6 +57,7 @@ class DevlintServer(LanguageServer):
         self.debounce = debounce
         self.pending: dict[str, asyncio.Task] = {}
         self.results: dict[str, Result] = {}
+        self.parsers: dict[str, ChunkParser] = {}  # per open document, used on the worker thread only
         self.checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-check")
         self._settings: dict[Path, tuple[tuple, Union[Settings, ConfigError]]] = {}
 
@@ -104,7 +106,8 @@ class DevlintServer(LanguageServer):
                 return
             version, source = document.version, document.source
             path = _path_of(uri)
-            result = await asyncio.get_running_loop().run_in_executor(self.checker, self.check, path, source, version)
+            result = await asyncio.get_running_loop().run_in_executor(
+                self.checker, self.check, path, source, version, uri)
         except asyncio.CancelledError:
             return
         finally:
@@ -116,8 +119,9 @@ class DevlintServer(LanguageServer):
         self.results[uri] = result
         self.publish(uri, result)
 
-    def check(self, path: Optional[Path], source: str, version: Optional[int] = None) -> Result:
-        """Lint one text (on the worker thread)."""
+    def check(self, path: Optional[Path], source: str, version: Optional[int] = None, uri: Optional[str] = None) -> Result:
+        """Lint one text (on the worker thread); with the `uri` of an open document, reparse only
+        the statements that changed since its last check."""
         settings = self.settings_for(path)
         if isinstance(settings, ConfigError):
             error = file_error(f"invalid devlint configuration, file not checked: {settings}")
@@ -128,7 +132,8 @@ class DevlintServer(LanguageServer):
         from devlint.linter import Linter
 
         try:
-            findings = Linter(settings, lint_path).check(source)
+            parse = self.parsers.setdefault(uri, ChunkParser()).parse if uri in self.workspace.text_documents else None
+            findings = Linter(settings, lint_path, parse=parse).check(source)
         except ParseError as exc:
             return Result(version, source, [], file_error(f"cannot parse: {exc.message}", exc.row, exc.column), settings)
         except RecursionError:
@@ -148,7 +153,7 @@ class DevlintServer(LanguageServer):
         if result is not None and result.version == document.version and result.source == document.source:
             return result
         return await asyncio.get_running_loop().run_in_executor(
-            self.checker, self.check, _path_of(uri), document.source, document.version)
+            self.checker, self.check, _path_of(uri), document.source, document.version, uri)
 
     def publish(self, uri: str, result: Result) -> None:
         lines = _lines(result.source)
@@ -365,6 +370,7 @@ def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
         if pending is not None:
             pending.cancel()
         ls.results.pop(uri, None)
+        ls.checker.submit(ls.parsers.pop, uri, None)  # the worker's: dropped on its thread
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
