@@ -224,14 +224,13 @@ QUIET = {key: "" for key in FINDINGS}
 
 
 def model_file(lines: int) -> str:
-    """Model code of about `lines` lines: copies of UNIT with their own names and sizes."""
+    """Model code of at least `lines` lines: whole copies of UNIT with their own names and sizes."""
     parts, n = [HEADER, "from pathlib import Path\n"], 0
     while sum(p.count("\n") for p in parts) < lines:
         sizes = dict(dim=256 + 64 * (n % 8), heads=4 + 2 * (n % 3), depth=6 + n % 7, classes=10 + 90 * (n % 3))
         parts.append(UNIT.format(n=n, **sizes, **(FINDINGS if n == 0 else QUIET)))
         n += 1
-    text = "".join(parts)
-    return "\n".join(text.split("\n")[:lines]).rsplit("\n\n\n", 1)[0] + "\n"
+    return "".join(parts)
 
 
 async def measure(path: Path, text: str, runs: int, debounce: float) -> tuple[list[float], int]:
@@ -262,17 +261,14 @@ async def measure(path: Path, text: str, runs: int, debounce: float) -> tuple[li
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
     await wait_for(1)
-    lines = text.split("\n")
     times = []
     for run in range(runs):
         version = run + 2
-        edited = list(lines)
-        at = 40 + 7 * run  # a different line each time: a comment typed into model code
-        edited[at] = edited[at] + f"  # note {run}"
+        new = edited(text, run)
         sent = time.perf_counter()
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(edited))]))
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=new)]))
         await wait_for(version)
         times.append(published[version] - sent)
     findings = counts[runs + 1]
@@ -282,17 +278,32 @@ async def measure(path: Path, text: str, runs: int, debounce: float) -> tuple[li
     return times, findings
 
 
-def engine_times(path: Path, text: str, runs: int) -> list[float]:
+def edited(text: str, run: int) -> str:
+    lines = text.split("\n")
+    at = 40 + 7 * run  # a different line each time: a comment typed into model code
+    lines[at] = lines[at] + f"  # note {run}"
+    return "\n".join(lines)
+
+
+def engine_times(path: Path, text: str, runs: int, reuse: bool) -> tuple[list[float], list[float]]:
+    """(wall, CPU) seconds of the server's check of each edit, in this process: with the chunks
+    of the previous text reused (as the server does) or a whole-file parse each time."""
     from devlint.config import find_config, load_settings
+    from devlint.incremental import ChunkParser
     from devlint.linter import Linter
 
     settings = load_settings(find_config(path.parent), path.parent, start=path)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        Linter(settings, path).check(text)
-        times.append(time.perf_counter() - start)
-    return times
+    parser = ChunkParser()
+    parse = parser.parse if reuse else None
+    Linter(settings, path, parse=parse).check(text)
+    wall, cpu = [], []
+    for run in range(runs):
+        new = edited(text, run)
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        Linter(settings, path, parse=parse).check(new)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.thread_time() - start_cpu)
+    return wall, cpu
 
 
 def main() -> None:
@@ -305,17 +316,20 @@ def main() -> None:
     text = model_file(args.lines)
     if args.keep:
         args.keep.write_text(text, encoding="utf-8")
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "models.py"
         path.write_text(text, encoding="utf-8")
         times, findings = asyncio.run(measure(path, text, args.runs, args.debounce))
-        engine = engine_times(path, text, args.runs)
+        reuse_wall, reuse_cpu = engine_times(path, text, args.runs, reuse=True)
+        whole_wall, whole_cpu = engine_times(path, text, args.runs, reuse=False)
     print(f"{text.count(chr(10))} lines, {findings} findings; {args.runs} edits; debounce {args.debounce} s; "
-          f"{os.cpu_count()} cores; Python {sys.version.split()[0]}")
+          f"{os.cpu_count()} cores; Python {sys.version.split()[0]}; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
     rows = [("didChange -> publishDiagnostics", times)]
     if args.debounce:
         rows.append(("  less the debounce", [t - args.debounce for t in times]))
-    rows.append(("Linter.check in process", engine))
+    rows += [("check, chunks reused (wall)", reuse_wall), ("check, chunks reused (CPU)", reuse_cpu),
+             ("check, whole-file parse (wall)", whole_wall), ("check, whole-file parse (CPU)", whole_cpu)]
     print(f"{'':<34}{'median s':>10}{'max s':>10}")
     for label, values in rows:
         print(f"{label:<34}{statistics.median(values):>10.3f}{max(values):>10.3f}")

@@ -15,28 +15,27 @@ error message) and a chunk libcst rejects.
 """
 from __future__ import annotations
 
-import ast
 import re
-import warnings
 from typing import Optional
 
 import libcst as cst
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # libcst's and ast's line breaks
+MAX_MERGED = 3  # chunks tried together before the whole file is parsed
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
 
 
 class _Chunk:
-    __slots__ = ("module", "header", "statement", "footer", "trailing_newline", "indent", "newline", "has_block")
+    __slots__ = ("module", "header", "statements", "footer", "trailing_newline", "indent", "newline", "has_block")
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.header = module.header
-        (self.statement,) = module.body
+        self.statements = module.body
         self.footer = module.footer
         self.trailing_newline = module.has_trailing_newline
         self.indent, self.newline = module.default_indent, module.default_newline
-        self.has_block = _has_indented_block(self.statement)
+        self.has_block = any(_has_indented_block(s) for s in self.statements)
 
 
 class ChunkParser:
@@ -58,19 +57,24 @@ class ChunkParser:
         texts = _chunk_texts(source)
         if texts is None or len(texts) < 2:
             return None
-        chunks, kept = [], {}
-        for text in texts:
-            if text in self._chunks:
-                chunk = self._chunks[text]
-                self.reused += 1
-            else:
-                chunk = _parse_chunk(text)
-                self.parsed += 1
-            kept[text] = chunk
+        chunks, kept, merged, i = [], {}, [], 0
+        while i < len(texts):
+            text, i = texts[i], i + 1
+            chunk = self._chunk(text, kept)
+            # A chunk libcst cannot print back alone (or parse: a dangling decorator) may be
+            # fine with the next statement after it.
+            for _ in range(MAX_MERGED):
+                if chunk is not None or i == len(texts):
+                    break
+                text, i = text + texts[i], i + 1
+                chunk = self._chunk(text, kept)
+            if chunk is None:
+                self._chunks = kept
+                return None
             chunks.append(chunk)
+            merged.append(text)
         self._chunks = kept  # what this text needs: the cache follows the buffer
-        if any(chunk is None for chunk in chunks):
-            return None
+        texts = merged
         match = _NEWLINE.search(source)
         newline = match.group(0) if match else "\n"
         # libcst's default indentation is the file's first INDENT's: the first chunk's that has one
@@ -87,18 +91,28 @@ class ChunkParser:
                 if not ok:
                     return None
         self._prints_back = prints_back
-        body, carried = [], ()
-        for chunk in chunks:
-            statement = chunk.statement
+        first = chunks[0]
+        body, carried = list(first.statements), first.footer
+        for chunk in chunks[1:]:
+            statement = chunk.statements[0]
             leading = (*carried, *chunk.header, *statement.leading_lines)
             if len(leading) != len(statement.leading_lines):
                 statement = statement.with_changes(leading_lines=leading)
-            body.append(statement)
+            body += [statement, *chunk.statements[1:]]
             carried = chunk.footer
-        first = chunks[0]
-        return cst.Module(body=[first.statement, *body[1:]], header=first.header, footer=carried, encoding="utf-8",
+        return cst.Module(body=body, header=first.header, footer=carried, encoding="utf-8",
                           default_indent=indent, default_newline=newline,
                           has_trailing_newline=chunks[-1].trailing_newline)
+
+    def _chunk(self, text: str, kept: dict) -> Optional[_Chunk]:
+        if text in self._chunks:
+            chunk = self._chunks[text]
+            self.reused += 1
+        else:
+            chunk = _parse_chunk(text)
+            self.parsed += 1
+        kept[text] = chunk
+        return chunk
 
 
 def _parse_chunk(text: str) -> Optional[_Chunk]:
@@ -106,7 +120,7 @@ def _parse_chunk(text: str) -> Optional[_Chunk]:
         module = cst.parse_module(text)
     except Exception:  # noqa: BLE001 - the whole text is parsed then, and its error reported
         return None
-    if len(module.body) != 1 or module.code != text:  # libcst drops a blank line before a last, outdented comment
+    if not module.body or module.code != text:  # libcst drops a blank line before a last, outdented comment
         return None
     return _Chunk(module)
 
@@ -115,10 +129,10 @@ def _chunk_texts(source: str) -> Optional[list[str]]:
     """The texts of the module-level statements: from each one's first line to the line
     before the next one's (statements sharing a line stay together); None where `ast`
     rejects the source."""
+    from devlint.positions import module_body
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            body = ast.parse(source).body
+        body = module_body(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if not body:
