@@ -378,3 +378,26 @@ def test_close_clears_and_shutdown_exits_cleanly(tmp_path):
     cleared, code, later = run(go())
     assert cleared == [] and code == 0
     assert [list(p.diagnostics) for p in later] == [[]]  # the cancelled check published nothing
+
+
+# --- the README's editor snippets ----------------------------------------------------------------
+
+def test_readme_editor_snippets_start_this_server():
+    import tomllib
+
+    from helpers import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Editors"):]
+    section = section[:section.index("\n## ")]
+    blocks = {kind: re.findall(rf"```{kind}\n(.*?)```", section, re.S) for kind in ("json", "lua", "toml")}
+    vscode, jupyter = (json.loads(b) for b in blocks["json"])
+    assert [vscode["glspc.server.command"], *vscode["glspc.server.commandArguments"]] == ["devlint", "server"]
+    assert vscode["glspc.server.languageId"] == ["python"]
+    spec = jupyter["LanguageServerManager"]["language_servers"]["devlint"]
+    assert spec["argv"] == ["devlint", "server"] and spec["languages"] == ["python"]
+    (helix,) = (tomllib.loads(b) for b in blocks["toml"])
+    assert [helix["language-server"]["devlint"]["command"], *helix["language-server"]["devlint"]["args"]] == [
+        "devlint", "server"]
+    assert "devlint" in helix["language"][0]["language-servers"]
+    assert all('cmd = { "devlint", "server" }' in b for b in blocks["lua"]) and len(blocks["lua"]) == 2
