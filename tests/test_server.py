@@ -30,13 +30,20 @@ def to_numpy(x, device):
 '''
 
 
+class Client(LanguageClient):
+    exit_status = None
+
+    async def server_exit(self, server) -> None:
+        self.exit_status = server.returncode
+
+
 class Editor:
     """An LSP client session against `python -m devlint server`, with the diagnostics it receives."""
 
     def __init__(self, root: Path, debounce: float = 0.0) -> None:
         self.root = root
         self.debounce = debounce
-        self.client = LanguageClient("devlint-tests", "1")
+        self.client = Client("devlint-tests", "1")
         self.published: dict[str, list[types.PublishDiagnosticsParams]] = {}
         self.changed = asyncio.Condition()
         self.registrations: list[types.Registration] = []
@@ -79,9 +86,8 @@ class Editor:
         """shutdown, exit: the server's exit status."""
         await asyncio.wait_for(self.client.shutdown_async(None), WAIT)
         self.client.exit(None)
-        code = await asyncio.wait_for(self.client._server.wait(), WAIT)
-        await asyncio.wait_for(self.client.stop(), WAIT)
-        return code
+        await asyncio.wait_for(self.client.stop(), WAIT)  # returns once the server process has exited
+        return self.client.exit_status
 
     def uri(self, name: str) -> str:
         return from_fs_path(str(self.root / name))
@@ -383,8 +389,7 @@ def test_close_clears_and_shutdown_exits_cleanly(tmp_path):
 # --- the README's editor snippets ----------------------------------------------------------------
 
 def test_readme_editor_snippets_start_this_server():
-    import tomllib
-
+    from devlint.config import tomllib
     from helpers import ROOT
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

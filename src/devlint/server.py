@@ -370,7 +370,10 @@ def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
         if pending is not None:
             pending.cancel()
         ls.results.pop(uri, None)
-        ls.checker.submit(ls.parsers.pop, uri, None)  # the worker's: dropped on its thread
+        try:
+            ls.checker.submit(ls.parsers.pop, uri, None)  # the worker's: dropped on its thread
+        except RuntimeError:  # shut down already
+            pass
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
