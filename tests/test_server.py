@@ -275,16 +275,21 @@ def test_unsafe_fixes_are_labelled(tmp_path):
     assert action.title.startswith("Fix DEV001: ") and action.title.endswith(" (unsafe)") and not action.is_preferred
 
 
-def test_fix_all_is_devlint_fix_on_the_buffer(tmp_path):
-    text = BUGGY + "\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n    model.to('cpu')\n"
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_fix_all_is_devlint_fix_on_the_buffer(tmp_path, unsafe):
+    text = (BUGGY + "\n\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path))\n"
+            "    model.to('cpu')\n    return model.cuda()\n")
+    (tmp_path / "pyproject.toml").write_text(f"[tool.devlint]\nunsafe-fixes = {str(unsafe).lower()}\n")
 
     async def go():
         async with Editor(tmp_path) as editor:
             uri = editor.open("m.py", text)
             await editor.diagnostics(uri, version=1)
-            actions = await editor.actions(uri, only=[types.CodeActionKind.SourceFixAll])
-            (action,) = actions
-            assert action.kind == "source.fixAll.devlint" and "safe" in action.title
+            (action,) = await editor.actions(uri, only=[types.CodeActionKind.SourceFixAll])
+            assert action.kind == "source.fixAll.devlint"
+            assert ("safe and unsafe" in action.title) == unsafe
+            quick_only = await editor.actions(uri, (4, 30), only=[types.CodeActionKind.QuickFix])
+            assert [a.kind for a in quick_only] == [types.CodeActionKind.QuickFix]
             fixed = apply(text, action, uri, 1)
             version = editor.change(uri, fixed)
             return fixed, await editor.diagnostics(uri, version=version)
@@ -292,7 +297,8 @@ def test_fix_all_is_devlint_fix_on_the_buffer(tmp_path):
     fixed, after = run(go())
     r = devlint("-", "--fix", "--stdin-filename", "m.py", cwd=tmp_path, input=text)
     assert fixed == r.stdout and fixed != text
-    assert [d.code for d in after] == []
+    assert ("model.cuda()" in fixed) != unsafe
+    assert [d.code for d in after] == ([] if unsafe else ["DEV001"])
 
 
 # --- debounce ------------------------------------------------------------------------------------

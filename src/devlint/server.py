@@ -400,4 +400,8 @@ def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
 
 
 def serve(debounce: float = DEFAULT_DEBOUNCE) -> None:
-    build(debounce).start_io()
+    import sys
+
+    # Standard output carries the protocol: anything else printed goes to standard error.
+    protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr
+    build(debounce).start_io(sys.stdin.buffer, protocol_out)
