@@ -21,7 +21,8 @@ EDGE_CASES = {
     "semicolons_across_lines": "import torch\nx = (1,\n 2); y = torch.load('p')\nz = 3\n",
     "decorated": "import torch\n\n# about f\n@torch.no_grad()\n\n@other\ndef f(x):\n    return x.cuda()\n",
     "no_final_newline": "import torch\nx = torch.load('p')",
-    "trailing_comments": "import torch\ndef f():\n    x = 1\n    # inside\n\n  # odd\n# outside\n\n\ny = torch.load('p')\n\n# last\n",
+    "trailing_comments": ("import torch\ndef f():\n    x = 1\n    # inside\n\n  # odd\n# outside\n\n\n"
+                          "y = torch.load('p')\n\n# last\n"),
     "header_only_comments": "# a\n\n# b\nimport torch\n\n\nx = torch.load('p')\n",
     "form_feed": "import torch\n\x0c\ndef f():\n    return torch.load('p')\n",
     "suite_then_block": "import torch\nif x: a = 1\nelse:\n        b = 2\ndef f():\n    return torch.load('p')\n",

@@ -305,7 +305,7 @@ def test_fix_all_is_devlint_fix_on_the_buffer(tmp_path, unsafe):
 
 def test_a_newer_change_cancels_the_pending_check(tmp_path):
     async def go():
-        async with Editor(tmp_path, debounce=0.5) as editor:
+        async with Editor(tmp_path, debounce=1.0) as editor:  # far longer than sending six changes takes
             uri = editor.open("m.py", "import torch\n")
             assert await editor.diagnostics(uri, version=1) == []
             seen = editor.count(uri)
@@ -412,3 +412,15 @@ def test_readme_editor_snippets_start_this_server():
         "devlint", "server"]
     assert "devlint" in helix["language"][0]["language-servers"]
     assert all('cmd = { "devlint", "server" }' in b for b in blocks["lua"]) and len(blocks["lua"]) == 2
+
+
+def test_deeply_nested_code_is_checked_as_the_command_line_does(tmp_path):
+    text = "import torch\nx = " + "(" * 400 + "torch.load(p)" + ")" * 400 + "\n"
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            return await editor.diagnostics(editor.open("deep.py", text), version=1)
+
+    diagnostics = run(go())
+    records = cli_records(tmp_path, "deep.py")
+    assert [(d.code, d.message) for d in diagnostics] == [(r["code"], r["message"]) for r in records]

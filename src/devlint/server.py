@@ -131,13 +131,20 @@ class DevlintServer(LanguageServer):
             return Result(version, source, [], None, settings)
         from devlint.linter import Linter
 
+        from devlint.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
+
+        parse = self.parsers.setdefault(uri, ChunkParser()).parse if uri in self.workspace.text_documents else None
+        linter = Linter(settings, lint_path, parse=parse)
         try:
-            parse = self.parsers.setdefault(uri, ChunkParser()).parse if uri in self.workspace.text_documents else None
-            findings = Linter(settings, lint_path, parse=parse).check(source)
+            try:
+                findings = linter.check(source)
+            except RecursionError:  # deeply nested code, as the command line does it
+                findings = _on_a_deep_stack(Linter(settings, lint_path).check, source)
         except ParseError as exc:
             return Result(version, source, [], file_error(f"cannot parse: {exc.message}", exc.row, exc.column), settings)
         except RecursionError:
-            return Result(version, source, [], file_error("cannot check: nested too deeply"), settings)
+            error = file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+            return Result(version, source, [], error, settings)
         except Exception as exc:  # noqa: BLE001 - a bug in devlint must not take the server down
             log.exception("checking %s", path)
             error = file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
