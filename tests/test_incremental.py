@@ -93,3 +93,12 @@ def test_random_edits_give_the_trees_and_findings_of_a_whole_parse(path):
         if full(source) is not None:
             expected = Linter(settings, Path("m.py")).check(source)
             assert Linter(settings, Path("m.py"), parse=parser.parse).check(source) == expected
+
+
+def test_a_chunk_libcst_cannot_print_back_alone_is_parsed_with_the_next():
+    # parsed alone, `if T:` ... `  # c` loses its blank line (libcst); with `y = ...` after it, it does not
+    source = "import torch\nif T:\n    import x\n\n  # c\ny = torch.load('p')\nz = 1\n"
+    parser = ChunkParser()
+    module = parser._parse(source)
+    assert module is not None and module.code == source and module.deep_equals(cst.parse_module(source))
+    assert "if T:\n    import x\n\n  # c\n" in parser._chunks and parser._chunks["if T:\n    import x\n\n  # c\n"] is None

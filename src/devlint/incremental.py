@@ -10,8 +10,8 @@ after a statement, which libcst gives to the next statement (or to the end of a 
 are parsed with the chunk before them and moved where a parse of the whole file puts them.
 
 Each chunk's tree must print back to its text under the file's default indentation and
-newline, or the whole file is parsed as usual; so is a text `ast` rejects (for libcst's own
-error message) and a chunk libcst rejects.
+newline, or the whole file is parsed as usual; so is a text `ast` rejects (the whole-file
+parse reports the error as the command line does) and a chunk libcst rejects.
 """
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ class ChunkParser:
         while i < len(texts):
             text, i = texts[i], i + 1
             chunk = self._chunk(text, kept)
-            # A chunk libcst cannot print back alone (or parse: a dangling decorator) may be
-            # fine with the next statement after it.
+            # A chunk libcst cannot print back alone (a blank line, then a comment indented less
+            # than the block before it, at its end) is fine with the statement after it.
             for _ in range(MAX_MERGED):
                 if chunk is not None or i == len(texts):
                     break
