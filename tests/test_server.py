@@ -40,9 +40,10 @@ class Client(LanguageClient):
 class Editor:
     """An LSP client session against `python -m devlint server`, with the diagnostics it receives."""
 
-    def __init__(self, root: Path, debounce: float = 0.0) -> None:
+    def __init__(self, root: Path, debounce: float = 0.0, env=None) -> None:
         self.root = root
         self.debounce = debounce
+        self.env = env
         self.client = Client("devlint-tests", "1")
         self.published: dict[str, list[types.PublishDiagnosticsParams]] = {}
         self.changed = asyncio.Condition()
@@ -62,7 +63,7 @@ class Editor:
 
     async def __aenter__(self) -> "Editor":
         await self.client.start_io(sys.executable, "-m", "devlint", "server", "--debounce", str(self.debounce),
-                                   cwd=str(self.root))
+                                   cwd=str(self.root), env=self.env)
         self.initialize_result = await asyncio.wait_for(self.client.initialize_async(types.InitializeParams(
             process_id=None,
             root_uri=from_fs_path(str(self.root)),
@@ -424,3 +425,25 @@ def test_deeply_nested_code_is_checked_as_the_command_line_does(tmp_path):
     diagnostics = run(go())
     records = cli_records(tmp_path, "deep.py")
     assert [(d.code, d.message) for d in diagnostics] == [(r["code"], r["message"]) for r in records]
+
+
+def test_the_server_never_imports_torch(tmp_path):
+    import os
+
+    poisoned = tmp_path / "poisoned"
+    (poisoned / "torch").mkdir(parents=True)
+    (poisoned / "torch" / "__init__.py").write_text("raise ImportError('devlint server imported torch')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(poisoned), os.environ.get("PYTHONPATH", "")])}
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def go():
+        async with Editor(project, env=env) as editor:
+            uri = editor.open("m.py", BUGGY)
+            diagnostics = await editor.diagnostics(uri, version=1)
+            actions = await editor.actions(uri, (4, 30))
+            return diagnostics, actions, await editor.close()
+
+    diagnostics, actions, code = run(go())
+    assert [d.code for d in diagnostics] == ["DEV002", "DEV008"]
+    assert {a.kind for a in actions} == {"quickfix", "source.fixAll.devlint"} and code == 0
