@@ -1,4 +1,5 @@
-"""The `devlint` command: `devlint [check] [PATHS]`, `devlint rule CODE`, `devlint explain`, `devlint confirm`."""
+"""The `devlint` command: `devlint [check] [PATHS]`, `devlint rule CODE`, `devlint explain`, `devlint confirm`,
+`devlint server`."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +18,7 @@ COMMANDS = {
     "rule": "show a rule's documentation, or list every rule",
     "explain": "from a device error or traceback to the line to change",
     "confirm": "run the modules the static pass flagged and prove each finding",
+    "server": "a language server over stdio: diagnostics and fixes in an editor",
 }
 DESCRIPTION = ("Find PyTorch device bugs: hardcoded CUDA, torch.load without map_location, "
                "tensors left on the CPU.")
@@ -119,21 +121,37 @@ def _add_confirm_options(p) -> None:
     _add_config_options(p)
 
 
+def _add_server_options(p) -> None:
+    p.add_argument("--debounce", type=_seconds, default=0.25, metavar="SECONDS",
+                   help="how long after the last change a buffer is checked (default: 0.25)")
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 60:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 60, not {value!r}")
+    return seconds
+
+
 DESCRIPTIONS = {
     "check": DESCRIPTION,
     "rule": "Show a rule's documentation.",
     "explain": "Explain a PyTorch device error (a message or a whole traceback) and point at the line to change.",
     "confirm": "Run the modules the static pass flagged and tell, for each finding, whether it breaks.",
+    "server": "Serve the Language Server Protocol over standard input and output, for editors.",
 }
 OPTIONS = {"check": _add_check_options, "rule": _add_rule_options,
-           "explain": _add_explain_options, "confirm": _add_confirm_options}
+           "explain": _add_explain_options, "confirm": _add_confirm_options, "server": _add_server_options}
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The `devlint` parser and its subcommands' parsers, by name."""
     parser = argparse.ArgumentParser(
         prog="devlint",
-        usage="devlint [check] [options] [PATH ...]\n       devlint {rule,explain,confirm} [options] ...",
+        usage="devlint [check] [options] [PATH ...]\n       devlint {rule,explain,confirm,server} [options] ...",
         description=DESCRIPTION,
     )
     commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", prog="devlint",
@@ -159,7 +177,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _print_help()
         return EXIT_CLEAN
     command = argv.pop(0) if argv and argv[0] in COMMANDS else "check"
-    run = {"check": run_check, "rule": run_rule, "confirm": run_confirm, "explain": run_explain}[command]
+    run = {"check": run_check, "rule": run_rule, "confirm": run_confirm, "explain": run_explain,
+           "server": run_server}[command]
     try:
         # The command's own parser, so that its usage errors name it (`devlint confirm: error: ...`).
         return run(_parsers()[1][command].parse_args(argv))
@@ -575,3 +594,13 @@ def run_explain(args: argparse.Namespace) -> int:
     elif result.frames:
         print("\nNo finding in the files of the traceback: " + ", ".join(sorted({str(p.name) for p, _ in result.frames})))
     return EXIT_CLEAN if result.kinds or result.findings else EXIT_FINDINGS
+
+
+def run_server(args: argparse.Namespace) -> int:
+    try:
+        from devlint.server import serve
+    except ImportError as exc:
+        print(f"devlint server: error: {exc}; install the server extra: pip install 'devlint[server]'", file=sys.stderr)
+        return EXIT_ERROR
+    serve(debounce=args.debounce)
+    return EXIT_CLEAN

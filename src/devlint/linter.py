@@ -8,7 +8,7 @@ for it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from devlint import noqa
 from devlint.config import Settings, most_specific
@@ -17,19 +17,24 @@ from devlint.findings import Finding
 if TYPE_CHECKING:
     from collections import Counter
 
+    import libcst
+
     from devlint.fixer import FixResult
 
 
 class Linter:
     """What a run reports for the texts of one path: the selected rules, minus the per-file
     ignores and `# noqa` comments. line_noqa=False leaves `# noqa` comments to the caller
-    (flake8 owns them)."""
+    (flake8 owns them). `parse`: what turns a text into a libcst module (default: a whole-file
+    parse; the language server reuses what it parsed of the buffer before)."""
 
-    def __init__(self, settings: Settings, path: Path, line_noqa: bool = True) -> None:
+    def __init__(self, settings: Settings, path: Path, line_noqa: bool = True,
+                 parse: Optional[Callable[[str], "libcst.Module"]] = None) -> None:
         ignored = settings.ignored_codes_for(path)
         self.rules = [r for r in settings.rules() if not ignored or most_specific(r.code, ignored) is None]
         self.line_noqa = line_noqa
         self.settings = settings
+        self.parse = parse
 
     def check(self, source: str) -> list[Finding]:
         """The findings in `source`, sorted by position. Raises ParseError when it does not parse."""
@@ -37,7 +42,8 @@ class Linter:
 
         if not self.rules or not engine.could_hold_finding(source):
             return []
-        findings = engine.check_module(engine.parse(source), self.rules, source, self.settings.target_torch)
+        module = (self.parse or engine.parse)(source)
+        findings = engine.check_module(module, self.rules, source, self.settings.target_torch)
         return noqa.unsuppressed(findings, source, self.line_noqa) if findings else []
 
     def fix(self, source: str, unsafe: bool, findings: Optional[list[Finding]] = None,

@@ -9,6 +9,7 @@ the statements that hold findings, starting at their line.
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from typing import Optional, Sequence
 
@@ -47,9 +48,7 @@ def statement_first_lines(module: cst.Module, source: str) -> Optional[dict[int,
     """id(statement) -> the line its code (leading blank and comment lines included) starts on;
     None when `ast` reads the source otherwise than libcst."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            body = ast.parse(source).body
+        body = module_body(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     out, i = {}, 0
@@ -62,3 +61,12 @@ def statement_first_lines(module: cst.Module, source: str) -> Optional[dict[int,
         out[id(statement)] = first - len(statement.leading_lines)
         i += count
     return out if i == len(body) else None
+
+
+@functools.lru_cache(maxsize=1)
+def module_body(source: str) -> list:
+    """`ast.parse(source).body`, kept for the last source: the language server's reparse
+    (`incremental`) reads it too. Raises what ast.parse raises."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source).body
