@@ -462,10 +462,10 @@ def test_missing_path_exits_2_and_checks_the_rest(tmp_path, order):
 # --- 9b. no silent pass: a path named on the command line is checked, or the run says why ----------
 
 @pytest.mark.parametrize("name, content, reason", [
-    ("data.csv", "a,b\n1,2\n", "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
-    ("notes.txt", ONE_DEV001, "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
-    ("script.py.bak", ONE_DEV001, "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
-    ("run", "#!/bin/sh\necho torch\n", "not a file devlint checks (it checks *.py, *.pyi, and scripts with a Python shebang)"),
+    ("data.csv", "a,b\n1,2\n", "not a file devlint checks (it checks *.py, *.pyi, *.ipynb, and scripts with a Python shebang)"),
+    ("notes.txt", ONE_DEV001, "not a file devlint checks (it checks *.py, *.pyi, *.ipynb, and scripts with a Python shebang)"),
+    ("script.py.bak", ONE_DEV001, "not a file devlint checks (it checks *.py, *.pyi, *.ipynb, and scripts with a Python shebang)"),
+    ("run", "#!/bin/sh\necho torch\n", "not a file devlint checks (it checks *.py, *.pyi, *.ipynb, and scripts with a Python shebang)"),
     ("missing.py", None, "No such file or directory"),
 ])
 def test_a_named_path_devlint_cannot_check_exits_2_and_says_why(tmp_path, name, content, reason):
