@@ -43,3 +43,24 @@ def git(cwd, *args) -> subprocess.CompletedProcess:
 def pre_commit(*args, cwd, home) -> subprocess.CompletedProcess:
     env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
     return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, capture_output=True, text=True, env=env)
+
+
+# --- `devlint confirm` on a module of a test's own -------------------------------------------------
+CONFIRM_HEADER = "import torch\nfrom torch import nn\n\n\n"
+
+
+def confirm_run(tmp_path, source, *args, name="models.py"):
+    """`devlint confirm --output-format json` on CONFIRM_HEADER + `source`: ((code, row in
+    `source`, confirm record) per finding, exit status)."""
+    import json
+    import textwrap
+
+    (tmp_path / name).write_text(CONFIRM_HEADER + textwrap.dedent(source))
+    r = devlint("confirm", "--output-format", "json", *args, name, cwd=tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    rows = CONFIRM_HEADER.count("\n")
+    return [(x["code"], x["location"]["row"] - rows, x["confirm"]) for x in json.loads(r.stdout)], r.returncode
+
+
+def statuses(results):
+    return [(code, row, c["status"]) for code, row, c in results]

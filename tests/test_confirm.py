@@ -10,22 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import devlint
+from helpers import CONFIRM_HEADER as HEADER, confirm_run, devlint, statuses
 
 torch = pytest.importorskip("torch")
 
-HEADER = "import torch\nfrom torch import nn\n\n\n"
-
 
 def confirm(tmp_path, source, *args, name="models.py"):
-    (tmp_path / name).write_text(HEADER + textwrap.dedent(source))
-    r = devlint("confirm", "--output-format", "json", *args, name, cwd=tmp_path)
-    assert r.returncode in (0, 1), r.stderr
-    return [(x["code"], x["location"]["row"] - 4, x["confirm"]) for x in json.loads(r.stdout)]
+    return confirm_run(tmp_path, source, *args, name=name)[0]
 
-
-def statuses(results):
-    return [(code, row, c["status"]) for code, row, c in results]
 
 
 def test_each_runtime_rule_confirmed(tmp_path):

@@ -1,27 +1,17 @@
 """`devlint confirm` for DEV007-DEV012 on the stand-in device: each rule shown by a module run,
 the variants a run clears, and the findings no module run reaches."""
-import json
-import textwrap
 
 import pytest
 
-from helpers import devlint
+from helpers import confirm_run, statuses
 
 torch = pytest.importorskip("torch")
-
-HEADER = "import torch\nfrom torch import nn\n\n\n"
 
 
 def confirm(tmp_path, source, *args, name="models.py"):
     """(code, row, confirm record) per finding; rows count from the line after HEADER."""
-    (tmp_path / name).write_text(HEADER + textwrap.dedent(source))
-    r = devlint("confirm", "--output-format", "json", "--device", "stand-in", *args, name, cwd=tmp_path)
-    assert r.returncode in (0, 1), r.stderr
-    return [(x["code"], x["location"]["row"] - 4, x["confirm"]) for x in json.loads(r.stdout)]
+    return confirm_run(tmp_path, source, "--device", "stand-in", *args, name=name)[0]
 
-
-def statuses(results):
-    return [(code, row, c["status"]) for code, row, c in results]
 
 
 MIX = "Expected all tensors to be on the same device"  # CUDA's words; the rest names the op's arguments

@@ -3,29 +3,20 @@ that ran, every lazy cache, and the same verdicts on a busy machine."""
 import json
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import devlint
+from helpers import CONFIRM_HEADER as HEADER, confirm_run, devlint, statuses
 
 torch = pytest.importorskip("torch")
-
-HEADER = "import torch\nfrom torch import nn\n\n\n"
 
 
 def confirm(tmp_path, source, *args, name="models.py"):
     """(code, row in `source`, verdict) per finding, as `devlint confirm --output-format json` tells."""
-    (tmp_path / name).write_text(HEADER + textwrap.dedent(source))
-    r = devlint("confirm", "--output-format", "json", *args, name, cwd=tmp_path)
-    assert r.returncode in (0, 1), r.stderr
-    return [(x["code"], x["location"]["row"] - 4, x["confirm"]) for x in json.loads(r.stdout)]
+    return confirm_run(tmp_path, source, *args, name=name)[0]
 
-
-def statuses(results):
-    return [(code, row, c["status"]) for code, row, c in results]
 
 
 # --- inputs go to the device, whatever the module holds -------------------------------------------

@@ -1,27 +1,17 @@
 """`devlint confirm` with the value stand-in: data-dependent modules that the data-less stand-in
 cannot finish are run again on tensors that hold their data."""
-import json
-import textwrap
 
 import pytest
 
-from helpers import devlint
+from helpers import confirm_run, devlint, statuses
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-HEADER = "import torch\nfrom torch import nn\n\n\n"
-
 
 def confirm(tmp_path, source, *args):
-    (tmp_path / "models.py").write_text(HEADER + textwrap.dedent(source))
-    r = devlint("confirm", "--output-format", "json", *args, "models.py", cwd=tmp_path)
-    assert r.returncode in (0, 1), r.stderr
-    return [(x["code"], x["location"]["row"] - 4, x["confirm"]) for x in json.loads(r.stdout)], r.returncode
+    return confirm_run(tmp_path, source, *args)
 
-
-def statuses(results):
-    return [(code, row, c["status"]) for code, row, c in results]
 
 
 # Each module hides its bug behind code that needs the data: (source, the finding it proves,
