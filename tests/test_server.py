@@ -636,3 +636,23 @@ def test_closing_a_notebook_clears_its_cells(tmp_path):
 
     cleared, code = run(go())
     assert cleared == [[], []] and code == 0
+
+
+def test_a_fix_reaching_into_another_cell_is_not_offered_on_a_cell(tmp_path):
+    # a call left open in one cell and closed in the next is one statement of the joined module:
+    # the finding starts in cell 1, its fix's edit lands in cell 2
+    cells = [("code", "import torch\nstate = torch.load("), ("code", "path)\nother = torch.load(path)")]
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, uris = editor.open_notebook("nb.ipynb", cells)
+            first, second = [await editor.diagnostics(u, version=1) for u in uris]
+            quick = [await editor.actions(u, (d.range.start.line, d.range.start.character + 2),
+                                          only=[types.CodeActionKind.QuickFix])
+                     for u, (d,) in zip(uris, (first, second))]
+            return first, second, quick
+
+    first, second, (across, within) = run(go())
+    assert [(d.code, d.range.start.line) for d in first] == [("DEV002", 1)]
+    assert [(d.code, d.range.start.line) for d in second] == [("DEV002", 1)]
+    assert across == [] and [a.title for a in within] == ['Fix DEV002: Add `map_location="cpu"` (unsafe)']

@@ -309,17 +309,18 @@ class DevlintServer(LanguageServer):
             log.warning("fixes not applied to %s: %s", uri, fixed.problem)
         if not changed:
             return None
-        capabilities = self.client_capabilities.workspace
-        if not (capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes):
-            return None  # cell documents are only ever edited with their versions
-        edits = [types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=c.uri, version=c.version),
-            edits=self.text_edits(_lines(c.source), [_replacement(c.source, changed[c.number])]))
-            for c in result.cells if c.number in changed]
+        edit = types.WorkspaceEdit(document_changes=[], changes={})
+        for c in result.cells:
+            if c.number in changed:
+                one = self.workspace_edit(c.uri, c.version, self.text_edits(
+                    _lines(c.source), [_replacement(c.source, changed[c.number])]))
+                edit.document_changes.extend(one.document_changes or [])
+                edit.changes.update(one.changes or {})
         n = len(fixed.fixed)
         which = "safe and unsafe" if unsafe else "safe"
         return types.CodeAction(title=f"devlint: apply the {which} fixes ({n} finding{'s' * (n != 1)})", kind=FIX_ALL,
-                                edit=types.WorkspaceEdit(document_changes=edits))
+                                edit=types.WorkspaceEdit(document_changes=edit.document_changes or None,
+                                                         changes=edit.changes or None))
 
     async def current_result(self, uri: str) -> Optional[Result]:
         """The findings for the document as it is now: the last check's, or a fresh check."""
