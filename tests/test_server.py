@@ -656,3 +656,25 @@ def test_a_fix_reaching_into_another_cell_is_not_offered_on_a_cell(tmp_path):
     assert [(d.code, d.range.start.line) for d in first] == [("DEV002", 1)]
     assert [(d.code, d.range.start.line) for d in second] == [("DEV002", 1)]
     assert across == [] and [a.title for a in within] == ['Fix DEV002: Add `map_location="cpu"` (unsafe)']
+
+
+def test_a_configuration_change_checks_open_notebooks_again_as_notebooks(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.devlint]\nignore = ["DEV001"]\n')
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, cells = editor.open_notebook("nb.ipynb", NB_CELLS)
+            first = await editor.diagnostics(cells[3], version=1)
+            seen = editor.count(cells[3])
+            pyproject.write_text("[tool.devlint]\n")
+            editor.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+                types.FileEvent(uri=from_fs_path(str(pyproject)), type=types.FileChangeType.Changed)]))
+            await editor.diagnostics(cells[3], after=seen)
+            await editor.barrier()
+            return first, [[d.code for d in p.diagnostics] for p in editor.published[cells[3]][seen:]]
+
+    first, later = run(go())
+    assert [d.code for d in first] == ["DEV002"]
+    # only ever checked with cell 1's import: alone, cell 4's `restore(path)` is no torch.load
+    assert later == [["DEV001", "DEV002"]]
