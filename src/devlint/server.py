@@ -210,11 +210,13 @@ class DevlintServer(LanguageServer):
     async def check_open_notebook(self, uri: str) -> NotebookResult:
         version, cells = self.notebook_cells(uri)
         return await asyncio.get_running_loop().run_in_executor(
-            self.checker, self.check_notebook, _path_of(uri), cells, version)
+            self.checker, self.check_notebook, _path_of(uri), cells, version, uri)
 
-    def check_notebook(self, path: Optional[Path], cells: list[NotebookCellText], version: Optional[int]) -> NotebookResult:
+    def check_notebook(self, path: Optional[Path], cells: list[NotebookCellText], version: Optional[int],
+                       uri: Optional[str] = None) -> NotebookResult:
         """Lint a notebook's cells as one module, as `devlint check` does a `.ipynb` file (on the
-        worker thread)."""
+        worker thread); with the `uri` of an open notebook, reparse only the statements that
+        changed since its last check."""
         from devlint import notebook
         from devlint.linter import Linter
         from devlint.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
@@ -226,14 +228,17 @@ class DevlintServer(LanguageServer):
         if (path is not None and _excluded(path, settings)) or not cells:
             return NotebookResult(version, cells, [], None, settings)
         nb = notebook.join([(c.number, c.source) for c in cells])
-        linter = Linter(settings, path if path is not None else self.root() / "untitled.ipynb")
+        is_open = uri is not None and self.workspace.get_notebook_document(notebook_uri=uri) is not None
+        parse = self.parsers.setdefault(uri, ChunkParser()).parse if is_open else None
+        lint_path = path if path is not None else self.root() / "untitled.ipynb"
+        linter = Linter(settings, lint_path, parse=parse)
         try:
             try:
                 findings = notebook.check_cells(nb, linter)
             except RecursionError:
-                findings = _on_a_deep_stack(notebook.check_cells, nb, linter)
+                findings = _on_a_deep_stack(notebook.check_cells, nb, Linter(settings, lint_path))
         except ParseError as exc:
-            error = replace(file_error(f"cannot parse: {exc.message}", exc.row, exc.column), cell=getattr(exc, "cell", None))
+            error = replace(file_error(f"cannot parse: {exc.message}", exc.row, exc.column), cell=exc.cell)
             return NotebookResult(version, cells, [], error, settings)
         except RecursionError:
             error = file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
@@ -261,6 +266,10 @@ class DevlintServer(LanguageServer):
         if pending is not None:
             pending.cancel()
         self.results.pop(uri, None)
+        try:
+            self.checker.submit(self.parsers.pop, uri, None)  # the worker's: dropped on its thread
+        except RuntimeError:  # shut down already
+            pass
         for cell_uri in sorted(self.cells_published.pop(uri, set())):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
