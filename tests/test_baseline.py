@@ -338,3 +338,72 @@ def test_the_config_key_must_name_a_file(project, value):
     r = devlint(".", cwd=project)
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == f"devlint: error: {project / 'pyproject.toml'} [tool.devlint]: `baseline` must be a file name (a string)\n"
+
+
+# --- notebooks: lines are matched by their text in their cell -------------------------------------
+
+def notebook(*cells: tuple[str, str]) -> str:
+    """A notebook's JSON, as Jupyter writes it, of (cell type, source) pairs."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) if kind == "code" else nbformat.v4.new_markdown_cell(source)
+                for kind, source in cells]
+    return nbformat.writes(nb) + "\n"
+
+
+HIDDEN_3 = "All checks passed!\n3 findings hidden by the baseline.\n"
+NB_CELLS = [("code", "import torch\n%matplotlib inline"), ("markdown", "# Training"),
+            ("code", f"{CUDA}\n{LOAD}"), ("code", f"def f(model):\n    {CUDA}")]
+
+
+@pytest.fixture
+def nb_project(tmp_path):
+    write(tmp_path, {"pyproject.toml": "[tool.devlint]\n", "nb.ipynb": notebook(*NB_CELLS)})
+    r = devlint("--baseline", "base.json", "--update-baseline", ".", cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "Recorded 3 findings in 1 file in base.json.\n")
+    return tmp_path
+
+
+def test_a_notebook_baseline_records_the_lines_of_its_cells(nb_project):
+    entries = json.loads((nb_project / "base.json").read_text())["findings"]
+    assert entries == [
+        {"code": "DEV001", "count": 2, "file": "nb.ipynb", "line": CUDA},
+        {"code": "DEV002", "count": 1, "file": "nb.ipynb", "line": LOAD},
+    ]
+    r = check(nb_project, ".")
+    assert (r.returncode, r.stdout) == (0, HIDDEN_3)
+
+
+def test_a_notebook_with_a_cell_inserted_above_and_one_new_bug(nb_project):
+    cells = [("code", "import numpy as np\n\nz = np.zeros(3)"), *NB_CELLS]
+    cells[3] = ("code", f"\n{CUDA}\n\n{LOAD}")  # the known lines move down inside their cell too
+    write(nb_project, {"nb.ipynb": notebook(*cells, ("code", "y = torch.load(q)"))})
+    r = check(nb_project, ".", "--output-format", "json")
+    assert r.returncode == 1, r.stderr
+    records = json.loads(r.stdout)
+    assert [(x["cell"], x["location"]["row"], x["code"]) for x in records] == [(6, 1, "DEV002")]
+    write(nb_project, {"nb.ipynb": notebook(*cells)})  # only the known ones
+    r = check(nb_project, ".")
+    assert (r.returncode, r.stdout) == (0, HIDDEN_3)
+
+
+def test_fix_on_a_notebook_leaves_baselined_findings_alone(nb_project):
+    cells = [*NB_CELLS, ("code", "w = torch.load(q)")]
+    write(nb_project, {"nb.ipynb": notebook(*cells)})
+    r = check(nb_project, "--fix", "--unsafe-fixes", ".")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    saved = json.loads((nb_project / "nb.ipynb").read_text())["cells"]
+    assert ["".join(c["source"]) for c in saved] == [
+        *(source for _, source in NB_CELLS), 'w = torch.load(q, map_location="cpu")']
+    r = check(nb_project, ".")
+    assert (r.returncode, r.stdout) == (0, HIDDEN_3)
+
+
+def test_add_noqa_on_a_notebook_skips_baselined_findings(nb_project):
+    write(nb_project, {"nb.ipynb": notebook(*NB_CELLS, ("code", CUDA))})
+    r = check(nb_project, "--add-noqa", ".")
+    assert (r.returncode, r.stderr) == (0, "Added 1 noqa directive.\n")
+    saved = json.loads((nb_project / "nb.ipynb").read_text())["cells"]
+    assert ["".join(c["source"]) for c in saved][-1] == f"{CUDA}  # noqa: DEV001"
+    assert ["".join(c["source"]) for c in saved][:-1] == [source for _, source in NB_CELLS]

@@ -74,6 +74,8 @@ class Editor:
                     did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True),
                 ),
                 general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16]),
+                notebook_document=types.NotebookDocumentClientCapabilities(
+                    synchronization=types.NotebookDocumentSyncClientCapabilities()),
             ),
         )), WAIT)
         self.client.initialized(types.InitializedParams())
@@ -107,6 +109,51 @@ class Editor:
         self.client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        return self.versions[uri]
+
+    # --- notebooks, as VS Code syncs them: one text document per cell ----------------------------
+    def cell_uri(self, name: str, key: str) -> str:
+        return f"vscode-notebook-cell:{self.root / name}#{key}"
+
+    def open_notebook(self, name: str, cells: list[tuple[str, str]]) -> tuple[str, list[str]]:
+        """Open a notebook of (kind, text) cells, kind "code" or "markdown": its URI and its cells'."""
+        uri = self.uri(name)
+        uris = [self.cell_uri(name, f"c{i}") for i in range(len(cells))]
+        self.versions[uri] = 1
+        for cell_uri, (_, text) in zip(uris, cells):
+            self.versions[cell_uri], self.texts[cell_uri] = 1, text
+        self.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(uri=uri, notebook_type="jupyter-notebook", version=1, cells=[
+                types.NotebookCell(kind=_kind(kind), document=cell_uri) for cell_uri, (kind, _) in zip(uris, cells)]),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=cell_uri, language_id="python" if kind == "code" else "markdown", version=1,
+                                       text=text) for cell_uri, (kind, text) in zip(uris, cells)]))
+        return uri, uris
+
+    def change_cell(self, uri: str, cell_uri: str, text: str) -> int:
+        """Replace a cell's text: the notebook's new version."""
+        self.versions[uri] += 1
+        self.versions[cell_uri] += 1
+        self.texts[cell_uri] = text
+        self.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=cell_uri, version=self.versions[cell_uri]),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text=text)])]))))
+        return self.versions[uri]
+
+    def insert_cell(self, uri: str, index: int, cell_uri: str, text: str) -> int:
+        """Insert a code cell at `index`: the notebook's new version."""
+        self.versions[uri] += 1
+        self.versions[cell_uri], self.texts[cell_uri] = 1, text
+        self.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(start=index, delete_count=0, cells=[
+                        types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell_uri)]),
+                    did_open=[types.TextDocumentItem(uri=cell_uri, language_id="python", version=1, text=text)])))))
         return self.versions[uri]
 
     async def diagnostics(self, uri: str, version=None, after: int = 0) -> list[types.Diagnostic]:
@@ -143,6 +190,10 @@ class Editor:
         )), WAIT) or []
 
 
+def _kind(kind: str) -> types.NotebookCellKind:
+    return types.NotebookCellKind.Code if kind == "code" else types.NotebookCellKind.Markup
+
+
 def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, 4 * WAIT))
 
@@ -151,6 +202,10 @@ def apply(text: str, action: types.CodeAction, uri: str, version: int) -> str:
     """The text after the client applies `action`'s edit (positions in UTF-16 code units)."""
     (change,) = action.edit.document_changes
     assert (change.text_document.uri, change.text_document.version) == (uri, version)
+    return apply_edits(text, change)
+
+
+def apply_edits(text: str, change: types.TextDocumentEdit) -> str:
     lines = text.splitlines(keepends=True) + [""]
 
     def offset(position: types.Position) -> int:
@@ -447,3 +502,179 @@ def test_the_server_never_imports_torch(tmp_path):
     diagnostics, actions, code = run(go())
     assert [d.code for d in diagnostics] == ["DEV002", "DEV008"]
     assert {a.kind for a in actions} == {"quickfix", "source.fixAll.devlint"} and code == 0
+
+
+# --- notebooks -----------------------------------------------------------------------------------
+
+NB_CELLS = [
+    ("code", "import torch\nfrom torch import load as restore\n%matplotlib inline"),
+    ("markdown", "# Training"),
+    ("code", "state = torch.load(path)"),
+    ("code", "def run(model):\n    return model.cuda()\n\nweights = restore(path)"),
+]
+
+
+def write_notebook(path: Path, cells) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(text) if kind == "code" else nbformat.v4.new_markdown_cell(text)
+                for kind, text in cells]
+    path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+
+
+def by_cell(diagnostics: list[types.Diagnostic]) -> list[tuple]:
+    return [(d.code, d.range.start.line + 1, d.range.start.character + 1, d.range.end.line + 1,
+             d.range.end.character + 1, d.message) for d in diagnostics]
+
+
+def test_notebook_cells_are_checked_as_one_module_and_published_per_cell(tmp_path):
+    async def go():
+        async with Editor(tmp_path) as editor:
+            sync = editor.initialize_result.capabilities.notebook_document_sync
+            assert [(f.notebook, [c.language for c in f.cells]) for f in sync.notebook_selector] == [
+                ("jupyter-notebook", ["python"])]
+            uri, cells = editor.open_notebook("nb.ipynb", NB_CELLS)
+            return cells, [await editor.diagnostics(cell, version=1) for cell in cells if "c1" not in cell], editor
+
+    cells, published, editor = run(go())
+    assert cells[1] not in editor.published  # the markdown cell
+    write_notebook(tmp_path / "nb.ipynb", NB_CELLS)
+    records = cli_records(tmp_path, "nb.ipynb")
+    # the import in cell 1 resolves `restore` in cell 4
+    assert [(r["cell"], r["code"]) for r in records] == [(3, "DEV002"), (4, "DEV001"), (4, "DEV002")]
+    for cell_number, diagnostics in zip((1, 3, 4), published):
+        expected = [(r["code"], r["location"]["row"], r["location"]["column"], r["end_location"]["row"],
+                     r["end_location"]["column"], r["message"]) for r in records if r["cell"] == cell_number]
+        assert by_cell(diagnostics) == expected
+
+
+def test_notebook_changes_are_debounced_and_rows_follow_the_cells(tmp_path):
+    async def go():
+        async with Editor(tmp_path, debounce=1.0) as editor:  # far longer than sending the changes takes
+            uri, cells = editor.open_notebook("nb.ipynb", NB_CELLS)
+            assert len(await editor.diagnostics(cells[3], version=1)) == 2
+            seen = {cell: editor.count(cell) for cell in cells}
+            for i in range(4):
+                editor.change_cell(uri, cells[2], "state = torch.load(path" + ")" * (i % 2))
+            new = editor.cell_uri("nb.ipynb", "new")
+            editor.insert_cell(uri, 0, new, "import numpy as np\n\nx = np.zeros(3).cuda()")
+            final = editor.change_cell(uri, cells[3], "\n\nweights = restore(path)")
+            inserted = await editor.diagnostics(new, version=1)
+            await editor.barrier()
+            code = [cells[0], cells[2], cells[3]]
+            later = {cell: [p.version for p in editor.published[cell][seen[cell]:]] for cell in code}
+            return final, inserted, later, [list(editor.published[c][-1].diagnostics) for c in code], cells[1] in editor.published
+
+    final, inserted, later, last, markdown_published = run(go())
+    assert not markdown_published
+    assert final == 7
+    assert [(d.code, d.range.start.line) for d in inserted] == [("DEV001", 2)]
+    # one check for the six changes: each code cell published once more, with its version then
+    assert later == {
+        f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#c0": [1],
+        f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#c2": [5],
+        f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#c3": [2],
+    }
+    assert [[(d.code, d.range.start.line) for d in cell] for cell in last] == [
+        [], [("DEV002", 0)], [("DEV002", 2)]]
+
+
+def test_notebook_syntax_error_is_shown_on_its_cell(tmp_path):
+    cells = [("code", "import torch"), ("code", "x = 1\ny = torch.load(\n")]
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, uris = editor.open_notebook("nb.ipynb", cells)
+            return [await editor.diagnostics(u, version=1) for u in uris]
+
+    first, second = run(go())
+    (d,) = second
+    assert first == [] and d.message.startswith("cannot parse: ") and d.code is None and d.range.start.line < 3
+
+
+def test_quick_fix_and_fix_all_on_notebook_cells(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.devlint]\nunsafe-fixes = true\n")
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, cells = editor.open_notebook("nb.ipynb", NB_CELLS)
+            (d,) = await editor.diagnostics(cells[2], version=1)
+            quick = await editor.actions(cells[2], (0, d.range.start.character + 2), only=[types.CodeActionKind.QuickFix])
+            (action,) = await editor.actions(cells[3], only=[types.CodeActionKind.SourceFixAll])
+            nothing = await editor.actions(cells[0], (0, 0), only=[types.CodeActionKind.QuickFix])
+            return cells, quick, action, nothing
+
+    cells, quick, action, nothing = run(go())
+    (fix,) = quick
+    assert fix.title == 'Fix DEV002: Add `map_location="cpu"` (unsafe)'
+    assert apply(NB_CELLS[2][1], fix, cells[2], 1) == 'state = torch.load(path, map_location="cpu")'
+    assert nothing == []
+    assert action.kind == "source.fixAll.devlint" and "safe and unsafe" in action.title
+    changed = {change.text_document.uri: apply_edits(NB_CELLS[cells.index(change.text_document.uri)][1], change)
+               for change in action.edit.document_changes}
+    assert all(change.text_document.version == 1 for change in action.edit.document_changes)
+    # the same cells as `devlint --fix` on the notebook file
+    write_notebook(tmp_path / "nb.ipynb", NB_CELLS)
+    r = devlint("--no-cache", "--fix", "nb.ipynb", cwd=tmp_path)
+    import nbformat
+    fixed = [c.source for c in nbformat.read(tmp_path / "nb.ipynb", as_version=4).cells]
+    assert fixed != [text for _, text in NB_CELLS], r.stderr
+    assert {cells[i]: fixed[i] for i in range(len(cells)) if fixed[i] != NB_CELLS[i][1]} == changed
+
+
+def test_closing_a_notebook_clears_its_cells(tmp_path):
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, cells = editor.open_notebook("nb.ipynb", NB_CELLS)
+            assert await editor.diagnostics(cells[3], version=1)
+            seen = {c: editor.count(c) for c in (cells[2], cells[3])}
+            editor.client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+                notebook_document=types.NotebookDocumentIdentifier(uri=uri),
+                cell_text_documents=[types.TextDocumentIdentifier(uri=c) for c in cells]))
+            return [await editor.diagnostics(c, after=seen[c]) for c in seen], await editor.close()
+
+    cleared, code = run(go())
+    assert cleared == [[], []] and code == 0
+
+
+def test_a_fix_reaching_into_another_cell_is_not_offered_on_a_cell(tmp_path):
+    # a call left open in one cell and closed in the next is one statement of the joined module:
+    # the finding starts in cell 1, its fix's edit lands in cell 2
+    cells = [("code", "import torch\nstate = torch.load("), ("code", "path)\nother = torch.load(path)")]
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, uris = editor.open_notebook("nb.ipynb", cells)
+            first, second = [await editor.diagnostics(u, version=1) for u in uris]
+            quick = [await editor.actions(u, (d.range.start.line, d.range.start.character + 2),
+                                          only=[types.CodeActionKind.QuickFix])
+                     for u, (d,) in zip(uris, (first, second))]
+            return first, second, quick
+
+    first, second, (across, within) = run(go())
+    assert [(d.code, d.range.start.line) for d in first] == [("DEV002", 1)]
+    assert [(d.code, d.range.start.line) for d in second] == [("DEV002", 1)]
+    assert across == [] and [a.title for a in within] == ['Fix DEV002: Add `map_location="cpu"` (unsafe)']
+
+
+def test_a_configuration_change_checks_open_notebooks_again_as_notebooks(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.devlint]\nignore = ["DEV001"]\n')
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri, cells = editor.open_notebook("nb.ipynb", NB_CELLS)
+            first = await editor.diagnostics(cells[3], version=1)
+            seen = editor.count(cells[3])
+            pyproject.write_text("[tool.devlint]\n")
+            editor.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+                types.FileEvent(uri=from_fs_path(str(pyproject)), type=types.FileChangeType.Changed)]))
+            await editor.diagnostics(cells[3], after=seen)
+            await editor.barrier()
+            return first, [[d.code for d in p.diagnostics] for p in editor.published[cells[3]][seen:]]
+
+    first, later = run(go())
+    assert [d.code for d in first] == ["DEV002"]
+    # only ever checked with cell 1's import: alone, cell 4's `restore(path)` is no torch.load
+    assert later == [["DEV001", "DEV002"]]

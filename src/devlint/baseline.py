@@ -19,7 +19,7 @@ import re
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 VERSION = 1
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks that finding rows count (libcst's)
@@ -42,13 +42,21 @@ def file_key(path: Path, settings) -> str:
         return path.as_posix()
 
 
-def line_keys(findings: Sequence, source: str) -> list[Key]:
-    """(code, stripped text of its first line) for each finding."""
+def line_keys(findings: Sequence, source: Union[str, dict[int, str]]) -> list[Key]:
+    """(code, stripped text of its first line) for each finding. `source`: the text the rows
+    count in, or for a notebook the source of each code cell by number (rows count in the cell)."""
+    if isinstance(source, dict):
+        cells = {number: _NEWLINE.split(text) for number, text in source.items()}
+        return [(f.code, _line(cells.get(f.cell, []), f.row)) for f in findings]
     lines = _NEWLINE.split(source)
-    return [(f.code, lines[f.row - 1].strip() if 0 < f.row <= len(lines) else "") for f in findings]
+    return [(f.code, _line(lines, f.row)) for f in findings]
 
 
-def hide(findings: Sequence, source: str, recorded: Counter) -> tuple[list, int]:
+def _line(lines: list[str], row: int) -> str:
+    return lines[row - 1].strip() if 0 < row <= len(lines) else ""
+
+
+def hide(findings: Sequence, source: Union[str, dict[int, str]], recorded: Counter) -> tuple[list, int]:
     """The findings the recorded ones do not account for, and how many were hidden. Findings
     come sorted by position: of N+1 alike, the last is reported."""
     budget = Counter(recorded)
@@ -151,15 +159,20 @@ def updated(old: Optional[Baseline], path: Path, checked: dict, root: Path) -> B
 
 
 # --- a run's reports -----------------------------------------------------------------------------
-def _source(report, stdin_text: Optional[str]) -> Optional[str]:
-    """The text a report's findings point into: standard input's, or the file's as it is now."""
-    if stdin_text is not None:
-        return stdin_text
+def _source(report, stdin_text: Optional[str]) -> Union[str, dict[int, str], None]:
+    """The text a report's findings point into: standard input's, or the file's as it is now;
+    for a notebook, its code cells' sources by cell number."""
+    from devlint import notebook
     from devlint.runner import SourceError, decode
 
     try:
+        if notebook.is_notebook(report.path):
+            data = stdin_text.encode("utf-8") if stdin_text is not None else report.path.read_bytes()
+            return notebook.cell_sources(data)
+        if stdin_text is not None:
+            return stdin_text
         return decode(report.path.read_bytes())[0]
-    except (OSError, SourceError):
+    except (OSError, SourceError, notebook.NotebookError):
         return None
 
 

@@ -60,6 +60,8 @@ def file_error(message: str, row: int = 1, column: int = 1) -> Finding:
 class ParseError(Exception):
     """The source is not valid Python (for libcst)."""
 
+    cell: Optional[int] = None  # in a notebook's cells, where set: the cell the row counts in
+
     def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
         super().__init__(message)
         self.message, self.row, self.column = message, row, column

@@ -22,7 +22,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from devlint.findings import Edit, Finding, Fix, ParseError, file_error
 
@@ -164,24 +164,37 @@ def read(data: bytes) -> Notebook:
             nbformat.validate(nbformat.from_dict(raw), version=4)
     except nbformat.ValidationError as exc:
         raise NotebookError(f"not a valid notebook: {exc.message}") from None
-    nb = Notebook(data, raw)
     language = raw.get("metadata", {}).get("language_info", {}).get("name")
+    code = [(number, cell["source"]) for number, cell in enumerate(raw["cells"], 1) if cell["cell_type"] == "code"]
+    nb = join(code, data, raw)
     nb.python = language in (None, "python")
+    return nb
+
+
+def join(cells: Sequence[tuple[int, Union[str, list[str]]]], data: bytes = b"", raw: Optional[dict] = None) -> Notebook:
+    """The notebook of the code cells `cells`, (number among all cells, source as a string or a
+    list of lines), joined into one module: what `read` does once the JSON is parsed, and what an
+    editor's open notebook is checked as."""
+    nb = Notebook(data, raw if raw is not None else {})
+    sources = [(number, "".join(stored) if isinstance(stored, list) else stored, isinstance(stored, list))
+               for number, stored in cells]
+    if any(_MARKER in source for _, source, _ in sources):
+        digest = hashlib.sha256(data or "\0".join(source for _, source, _ in sources).encode("utf-8", "surrogatepass"))
+        nb.marker = f"{_MARKER} {digest.hexdigest()[:16]}"
     parts = []
-    if any(_MARKER in "".join(c["source"]) for c in raw["cells"] if c["cell_type"] == "code"):
-        nb.marker = f"{_MARKER} {hashlib.sha256(data).hexdigest()[:16]}"
-    for number, cell in enumerate(raw["cells"], 1):
-        if cell["cell_type"] != "code":
-            continue
-        stored = cell["source"]
-        source = "".join(stored) if isinstance(stored, list) else stored
+    for number, source, as_list in sources:
         neutral, magics = neutralise(source)
         added = bool(neutral) and not neutral.endswith(("\n", "\r"))
         placeholders = [line.rstrip("\r\n") for line in _split_lines(neutral) if _PLACEHOLDER_LINE.match(line.rstrip("\r\n"))]
-        nb.cells.append(Cell(number, source, isinstance(stored, list), magics, placeholders, added))
+        nb.cells.append(Cell(number, source, as_list, magics, placeholders, added))
         parts.append(f"{nb.marker} {number}\n" + neutral + ("\n" if added else ""))
     nb.module = "".join(parts)
     return nb
+
+
+def cell_sources(data: bytes) -> dict[int, str]:
+    """The source of each code cell of a notebook's bytes, by cell number. Raises NotebookError."""
+    return {cell.number: cell.source for cell in read(data).cells}
 
 
 def _marker_line(marker: str) -> re.Pattern:
@@ -306,8 +319,9 @@ def _lines(text: str) -> list[str]:
 
 
 # --- the front end's view: a FileReport ----------------------------------------------------------
-def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[str]):
-    """runner.check_data for a notebook."""
+def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[str], baseline=None):
+    """runner.check_data for a notebook. `baseline` as for a `.py` file: the recorded findings,
+    which fixing leaves alone (a recorded line's text is the same in the joined module)."""
     from devlint.linter import Linter
     from devlint.runner import FileReport
 
@@ -324,7 +338,7 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
         if fix is None:
             report.findings = [locate(f, rows) for f in linter.check(nb.module)]
             return report
-        result = linter.fix(nb.module, unsafe=fix.startswith("unsafe"))
+        result = linter.fix(nb.module, unsafe=fix.startswith("unsafe"), baseline=baseline)
     except ParseError as exc:
         cell, row = rows[exc.row - 1] if 0 < exc.row <= len(rows) else (0, exc.row)
         report.error = dataclasses.replace(
@@ -332,6 +346,7 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
         return report
     before = [locate(f, rows) for f in result.before]
     report.findings = [locate(f, nb.row_map(result.text)) for f in result.remaining]
+    report.baselined, report.unfixed_baselined = result.baselined, result.baselined_before
     if result.problem is not None:
         return report.fail(f"fixes not applied: {result.problem}")
     if result.text == nb.module:
@@ -341,6 +356,7 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
         new_data = write(nb, changed)
     except NotebookError as exc:
         report.findings = before
+        report.baselined = result.baselined_before
         return report.fail(exc.message if exc.message.startswith("fixes not") else f"fixes not applied: {exc.message}")
     report.new_data = new_data
     report.fixed = [locate(f, rows) for f in result.fixed]
@@ -349,8 +365,32 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
     return report
 
 
-def add_noqa(data: bytes, path: Path, settings) -> tuple[Optional[bytes], int, Optional[str]]:
-    """(new bytes or None, lines changed, problem) for `--add-noqa` on a notebook."""
+def check_cells(nb: Notebook, linter) -> list[Finding]:
+    """The findings in a notebook's joined code cells, each placed in its cell (`Finding.cell`),
+    for a client that shows them per cell. A fix with an edit outside its finding's cell is
+    dropped: an edit on one cell's text cannot carry it. Raises ParseError, with the row in the
+    cell and the cell in `.cell`."""
+    rows = nb.row_map(nb.module)
+    try:
+        findings = linter.check(nb.module)
+    except ParseError as exc:
+        cell, row = rows[exc.row - 1] if 0 < exc.row <= len(rows) else (0, exc.row)
+        error = ParseError(exc.message, max(row, 1), exc.column)
+        error.cell = cell or None
+        raise error from None
+    located = []
+    for finding in findings:
+        cell = rows[min(finding.row, len(rows)) - 1][0] if rows else 0
+        if finding.fix is not None and any(
+                rows[min(r, len(rows)) - 1][0] != cell for e in finding.fix.edits for r in (e.row, e.end_row)):
+            finding = dataclasses.replace(finding, fix=None)
+        located.append(locate(finding, rows))
+    return located
+
+
+def add_noqa(data: bytes, path: Path, settings, baseline=None) -> tuple[Optional[bytes], int, Optional[str]]:
+    """(new bytes or None, lines changed, problem) for `--add-noqa` on a notebook, but for the
+    findings `baseline` records."""
     from devlint import noqa
     from devlint.linter import Linter
 
@@ -359,6 +399,10 @@ def add_noqa(data: bytes, path: Path, settings) -> tuple[Optional[bytes], int, O
         if not nb.python or not nb.cells:
             return None, 0, None
         findings = Linter(settings, path).check(nb.module)
+        if baseline:
+            from devlint.baseline import hide
+
+            findings = hide(findings, nb.module, baseline)[0]
         module, count = noqa.add_noqa(nb.module, findings)
         if not count:
             return None, 0, None

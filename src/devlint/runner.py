@@ -147,7 +147,7 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
     if is_notebook(path):
         from devlint import notebook
 
-        return notebook.check_data(data, path, settings, display or str(path), fix)
+        return notebook.check_data(data, path, settings, display or str(path), fix, baseline)
     report = FileReport(path, display or str(path))
     try:
         source, encoding = decode(data)
@@ -187,7 +187,7 @@ def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int
     try:
         data = path.read_bytes()
         if is_notebook(path):
-            return _add_noqa_to_notebook(path, data, settings)
+            return _add_noqa_to_notebook(path, data, settings, baseline)
         source, encoding = decode(data)
         findings = Linter(settings, path).check(source)
     except OSError as exc:
@@ -205,10 +205,10 @@ def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int
     return (0, problem) if problem else (changed, None)
 
 
-def _add_noqa_to_notebook(path: Path, data: bytes, settings: Settings) -> tuple[int, Optional[str]]:
+def _add_noqa_to_notebook(path: Path, data: bytes, settings: Settings, baseline=None) -> tuple[int, Optional[str]]:
     from devlint import notebook
 
-    new_data, changed, problem = notebook.add_noqa(data, path, settings)
+    new_data, changed, problem = notebook.add_noqa(data, path, settings, baseline)
     if new_data is None:
         return 0, problem
     problem = write_atomically(path, new_data, data)

@@ -8,6 +8,11 @@ works; a result for a text that has changed since is dropped.
 
 Code actions: a quick fix per fixable finding in the requested range (the edits the engine
 reports for that finding), and `source.fixAll.devlint`, which is `devlint --fix` on the buffer.
+
+Jupyter notebooks, where the client syncs them (LSP 3.17 `notebookDocument/*`): the Python cells
+are joined into one module as `devlint check` joins a `.ipynb` file's (so an import in one cell
+resolves names in the next), and each diagnostic is published on its cell's document, with rows
+inside the cell. A quick fix on a cell edits that cell; fixAll edits every cell it changes.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import logging
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -34,6 +39,10 @@ FIX_ALL = "source.fixAll.devlint"
 PYTHON_SUFFIXES = (".py", ".pyi")
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks both LSP and the engine's rows count
 
+# Notebooks of Jupyter's type, their Python cells. pygls declares it only to clients that sync notebooks.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(notebook_selector=[types.NotebookDocumentFilterWithNotebook(
+    notebook="jupyter-notebook", cells=[types.NotebookCellLanguage(language="python")])], save=True)
+
 log = logging.getLogger(__name__)
 
 
@@ -48,15 +57,44 @@ class Result:
     settings: Optional[Settings]
 
 
+@dataclass
+class NotebookCellText:
+    uri: str
+    number: int  # 1-based, among the notebook's cells
+    version: Optional[int]
+    source: str
+
+
+@dataclass
+class NotebookResult:
+    """What a check found in one version of a notebook: findings carry their cell (`.cell`)."""
+
+    version: Optional[int]  # the notebook's
+    cells: list[NotebookCellText]  # its Python cells as checked
+    findings: list[Finding]
+    error: Optional[Finding]  # with `.cell` where it has a place; else shown on the first cell
+    settings: Optional[Settings]
+
+    def cell(self, uri: str) -> Optional[NotebookCellText]:
+        return next((c for c in self.cells if c.uri == uri), None)
+
+    def in_cell(self, cell: NotebookCellText) -> list[Finding]:
+        first = self.cells and self.cells[0].number == cell.number
+        return [f for f in ([self.error] if self.error else []) + self.findings
+                if f.cell == cell.number or (f.cell is None and first)]
+
+
 class DevlintServer(LanguageServer):
     def __init__(self, debounce: float = DEFAULT_DEBOUNCE) -> None:
         # Full synchronisation: pygls splits lines on every character str.splitlines() knows
         # (form feeds, U+2028, ...), which editors and Python do not, so incremental changes
         # could land in the wrong place in such a file.
-        super().__init__("devlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__("devlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.debounce = debounce
         self.pending: dict[str, asyncio.Task] = {}
-        self.results: dict[str, Result] = {}
+        self.results: dict[str, Union[Result, NotebookResult]] = {}
+        self.cells_published: dict[str, set[str]] = {}  # notebook URI: the cell URIs it published on
         self.parsers: dict[str, ChunkParser] = {}  # per open document, used on the worker thread only
         self.checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-check")
         self._settings: dict[Path, tuple[tuple, Union[Settings, ConfigError]]] = {}
@@ -101,6 +139,13 @@ class DevlintServer(LanguageServer):
         try:
             if delay > 0:
                 await asyncio.sleep(delay)
+            if self.workspace.get_notebook_document(notebook_uri=uri) is not None:
+                result = await self.check_open_notebook(uri)
+                current = self.workspace.get_notebook_document(notebook_uri=uri)
+                if current is not None and current.version == result.version:  # else a newer check is scheduled
+                    self.results[uri] = result
+                    self.publish_notebook(uri, result)
+                return
             document = self.workspace.get_text_document(uri)
             if not _is_python(document):
                 return
@@ -150,6 +195,141 @@ class DevlintServer(LanguageServer):
             error = file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
             return Result(version, source, [], error, settings)
         return Result(version, source, findings, None, settings)
+
+    # --- notebooks -------------------------------------------------------------------------------
+    def notebook_cells(self, uri: str) -> tuple[Optional[int], list[NotebookCellText]]:
+        """The open notebook's version and its Python code cells, as they are now."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        cells = []
+        for number, cell in enumerate(notebook.cells, 1):
+            document = self.workspace.text_documents.get(cell.document)
+            if cell.kind == types.NotebookCellKind.Code and document is not None and document.language_id == "python":
+                cells.append(NotebookCellText(cell.document, number, document.version, document.source))
+        return notebook.version, cells
+
+    async def check_open_notebook(self, uri: str) -> NotebookResult:
+        version, cells = self.notebook_cells(uri)
+        return await asyncio.get_running_loop().run_in_executor(
+            self.checker, self.check_notebook, _path_of(uri), cells, version, uri)
+
+    def check_notebook(self, path: Optional[Path], cells: list[NotebookCellText], version: Optional[int],
+                       uri: Optional[str] = None) -> NotebookResult:
+        """Lint a notebook's cells as one module, as `devlint check` does a `.ipynb` file (on the
+        worker thread); with the `uri` of an open notebook, reparse only the statements that
+        changed since its last check."""
+        from devlint import notebook
+        from devlint.linter import Linter
+        from devlint.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
+
+        settings = self.settings_for(path)
+        if isinstance(settings, ConfigError):
+            error = file_error(f"invalid devlint configuration, file not checked: {settings}")
+            return NotebookResult(version, cells, [], error, None)
+        if (path is not None and _excluded(path, settings)) or not cells:
+            return NotebookResult(version, cells, [], None, settings)
+        nb = notebook.join([(c.number, c.source) for c in cells])
+        is_open = uri is not None and self.workspace.get_notebook_document(notebook_uri=uri) is not None
+        parse = self.parsers.setdefault(uri, ChunkParser()).parse if is_open else None
+        lint_path = path if path is not None else self.root() / "untitled.ipynb"
+        linter = Linter(settings, lint_path, parse=parse)
+        try:
+            try:
+                findings = notebook.check_cells(nb, linter)
+            except RecursionError:
+                findings = _on_a_deep_stack(notebook.check_cells, nb, Linter(settings, lint_path))
+        except ParseError as exc:
+            error = replace(file_error(f"cannot parse: {exc.message}", exc.row, exc.column), cell=exc.cell)
+            return NotebookResult(version, cells, [], error, settings)
+        except RecursionError:
+            error = file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+            return NotebookResult(version, cells, [], error, settings)
+        except Exception as exc:  # noqa: BLE001 - a bug in devlint must not take the server down
+            log.exception("checking %s", path)
+            error = file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
+            return NotebookResult(version, cells, [], error, settings)
+        return NotebookResult(version, cells, findings, None, settings)
+
+    def publish_notebook(self, uri: str, result: NotebookResult) -> None:
+        """Each cell's diagnostics on the cell's document; cleared on cells that are no longer
+        Python code cells of the notebook."""
+        for cell in result.cells:
+            lines = _lines(cell.source)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=cell.uri, diagnostics=[self.diagnostic(lines, f) for f in result.in_cell(cell)], version=cell.version))
+        now = {cell.uri for cell in result.cells}
+        for gone in self.cells_published.get(uri, set()) - now:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
+        self.cells_published[uri] = now
+
+    def clear_notebook(self, uri: str) -> None:
+        pending = self.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self.results.pop(uri, None)
+        try:
+            self.checker.submit(self.parsers.pop, uri, None)  # the worker's: dropped on its thread
+        except RuntimeError:  # shut down already
+            pass
+        for cell_uri in sorted(self.cells_published.pop(uri, set())):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+
+    async def current_notebook_result(self, uri: str) -> Optional[NotebookResult]:
+        """The findings for the notebook as it is now: the last check's, or a fresh check."""
+        if self.workspace.get_notebook_document(notebook_uri=uri) is None:
+            return None
+        version, cells = self.notebook_cells(uri)
+        result = self.results.get(uri)
+        if isinstance(result, NotebookResult) and result.version == version and result.cells == cells:
+            return result
+        return await self.check_open_notebook(uri)
+
+    async def notebook_code_actions(self, notebook_uri: str, uri: str,
+                                    params: types.CodeActionParams) -> Optional[list[types.CodeAction]]:
+        result = await self.current_notebook_result(notebook_uri)
+        cell = result.cell(uri) if result is not None else None
+        if cell is None or result.settings is None:
+            return None
+        only = params.context.only
+        lines = _lines(cell.source)
+        actions = self.quick_fixes(uri, cell.version, lines, result.in_cell(cell), params.range) if _wanted(
+            types.CodeActionKind.QuickFix, only) else []
+        if _wanted(FIX_ALL, only) and any(f.fix is not None and f.fix.applies(result.settings.unsafe_fixes)
+                                          for f in result.findings):
+            action = await asyncio.get_running_loop().run_in_executor(
+                self.checker, self.fix_all_notebook, notebook_uri, result)
+            if action is not None:
+                actions.append(action)
+        return actions
+
+    def fix_all_notebook(self, uri: str, result: NotebookResult) -> Optional[types.CodeAction]:
+        """`devlint --fix` on the notebook's cells: one edit on each cell it changes."""
+        from devlint import notebook
+        from devlint.linter import Linter
+
+        unsafe = result.settings.unsafe_fixes
+        nb = notebook.join([(c.number, c.source) for c in result.cells])
+        try:
+            fixed = Linter(result.settings, _path_of(uri) or Path("untitled.ipynb")).fix(nb.module, unsafe)
+            changed = notebook.split(nb, fixed.text) if fixed.problem is None else {}
+        except (ParseError, notebook.NotebookError) as exc:
+            log.warning("fixes not applied to %s: %s", uri, getattr(exc, "message", exc))
+            return None
+        if fixed.problem is not None:
+            log.warning("fixes not applied to %s: %s", uri, fixed.problem)
+        if not changed:
+            return None
+        edit = types.WorkspaceEdit(document_changes=[], changes={})
+        for c in result.cells:
+            if c.number in changed:
+                one = self.workspace_edit(c.uri, c.version, self.text_edits(
+                    _lines(c.source), [_replacement(c.source, changed[c.number])]))
+                edit.document_changes.extend(one.document_changes or [])
+                edit.changes.update(one.changes or {})
+        n = len(fixed.fixed)
+        which = "safe and unsafe" if unsafe else "safe"
+        return types.CodeAction(title=f"devlint: apply the {which} fixes ({n} finding{'s' * (n != 1)})", kind=FIX_ALL,
+                                edit=types.WorkspaceEdit(document_changes=edit.document_changes or None,
+                                                         changes=edit.changes or None))
 
     async def current_result(self, uri: str) -> Optional[Result]:
         """The findings for the document as it is now: the last check's, or a fresh check."""
@@ -213,6 +393,9 @@ class DevlintServer(LanguageServer):
     # --- code actions ----------------------------------------------------------------------------
     async def code_actions(self, params: types.CodeActionParams) -> Optional[list[types.CodeAction]]:
         uri = params.text_document.uri
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            return await self.notebook_code_actions(notebook.uri, uri, params)
         result = await self.current_result(uri)
         if result is None or result.settings is None:
             return None
@@ -220,23 +403,30 @@ class DevlintServer(LanguageServer):
         lines = _lines(result.source)
         actions: list[types.CodeAction] = []
         if _wanted(types.CodeActionKind.QuickFix, only):
-            start = self.engine_position(lines, params.range.start)
-            end = self.engine_position(lines, params.range.end)
-            for f in result.findings:
-                if f.fix is None or (f.end_row, f.end_column) < start or (f.row, f.column) > end:
-                    continue
-                actions.append(types.CodeAction(
-                    title=f"Fix {f.code}: {f.fix.message} ({f.fix.applicability})",
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[self.diagnostic(lines, f)],
-                    is_preferred=f.fix.applicability == "safe",
-                    edit=self.workspace_edit(uri, result.version, self.text_edits(lines, f.fix.edits)),
-                ))
+            actions = self.quick_fixes(uri, result.version, lines, result.findings, params.range)
         if _wanted(FIX_ALL, only) and any(f.fix is not None and f.fix.applies(result.settings.unsafe_fixes)
                                           for f in result.findings):
             action = await asyncio.get_running_loop().run_in_executor(self.checker, self.fix_all, uri, result)
             if action is not None:
                 actions.append(action)
+        return actions
+
+    def quick_fixes(self, uri: str, version: Optional[int], lines: Sequence[str], findings: Sequence[Finding],
+                    where: types.Range) -> list[types.CodeAction]:
+        """A quick fix for each fixable finding of `findings` that meets the range `where`."""
+        start = self.engine_position(lines, where.start)
+        end = self.engine_position(lines, where.end)
+        actions = []
+        for f in findings:
+            if f.fix is None or (f.end_row, f.end_column) < start or (f.row, f.column) > end:
+                continue
+            actions.append(types.CodeAction(
+                title=f"Fix {f.code}: {f.fix.message} ({f.fix.applicability})",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[self.diagnostic(lines, f)],
+                is_preferred=f.fix.applicability == "safe",
+                edit=self.workspace_edit(uri, version, self.text_edits(lines, f.fix.edits)),
+            ))
         return actions
 
     def fix_all(self, uri: str, result: Result) -> Optional[types.CodeAction]:
@@ -267,7 +457,10 @@ class DevlintServer(LanguageServer):
     def recheck_all(self) -> None:
         self._settings.clear()
         for uri in list(self.workspace.text_documents):
-            self.schedule(uri, 0)
+            if self.workspace.get_notebook_document(cell_uri=uri) is None:  # a cell: its notebook is checked
+                self.schedule(uri, 0)
+        for notebook in list(self.workspace.notebook_documents.values()):
+            self.schedule(notebook.uri, 0)
 
 
 def _pyproject_stamp(directory: Path) -> tuple:
@@ -382,6 +575,22 @@ def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
         except RuntimeError:  # shut down already
             pass
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: DevlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: DevlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, ls.debounce)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: DevlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: DevlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.clear_notebook(params.notebook_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: DevlintServer, params: types.DidChangeWatchedFilesParams) -> None:
