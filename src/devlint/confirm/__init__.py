@@ -81,11 +81,10 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
     runtime = [i for i, f in enumerate(findings) if verdicts[i] is None]
     if runtime:
         result = run_child(path, options)
-        spans = _function_spans(source)
         lines = source.splitlines()
         scopes = Scopes.of(source)
         for i in runtime:
-            verdicts[i] = _judge(findings[i], result, spans, lines, scopes)
+            verdicts[i] = _judge(findings[i], result, lines, scopes)
     return verdicts
 
 
@@ -212,8 +211,7 @@ class _Watch:
 
 
 # --- events to verdicts ------------------------------------------------------------------------
-def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], lines: Optional[list[str]] = None,
-           scopes: Optional["Scopes"] = None) -> Verdict:
+def _judge(finding: engine.Finding, result: dict, lines: list[str], scopes: "Scopes") -> Verdict:
     if "fatal" in result:
         return Verdict("not-run", result["fatal"], use_row=result.get("row"))
     device = result.get("device")
@@ -228,7 +226,7 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
         return Verdict(status, message, use, origin, device)
 
     if finding.code in ("DEV001", "DEV005"):
-        span = _span_of(row, spans) if finding.code == "DEV005" else (row, row)
+        span = scopes.function_span(row) if finding.code == "DEV005" else (row, row)
         hit = next((e for e in events if e["kind"] in ("cuda-request", "cuda-failure")
                     and e.get("row") is not None and span[0] <= e["row"] <= span[1]), None)
         if hit is not None:
@@ -236,7 +234,7 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
             other = f"; it also pins {pinned.group(0)}, so a model placed on cuda:{int(pinned.group(1)) + 1} meets it there" if pinned else ""
             return verdict("confirmed", f"{_scenario(hit)}: asked for {hit.get('device', 'cuda')}; on a CPU-only host "
                            f"this raises AssertionError: Torch not compiled with CUDA enabled{other}", hit["row"], row)
-        later = _request_after_literal(finding, result, events, lines or [])
+        later = _request_after_literal(finding, result, events, lines)
         if later is not None:
             hit, literal = later
             return verdict("confirmed", f"line {row} made {literal}; {VIA.get(hit.get('via'), VIA['tensor'])} at line "
@@ -247,7 +245,7 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
     stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
     judge = RULE_JUDGES.get(finding.code)
     if judge is not None:
-        found = judge(Case(finding, events, bool(stopped), verdict, scopes or Scopes()))
+        found = judge(Case(finding, events, bool(stopped), verdict, scopes))
         if found is not None:
             return found
     if owner is not None and owner["status"] == "not-run":
@@ -279,13 +277,13 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
         # a lazy cache shows only in the scenario with a first forward on the CPU: if that run
         # stopped, the finding is undecided
         cached = [c["cached"] for c in ([owner] if owner else classes) if c.get("cached", {}).get("status") in ("error", "inconclusive")]
-        lazy = (scopes or Scopes()).method_at(row) != "__init__"
+        lazy = (scopes).method_at(row) != "__init__"
         if cached and lazy and not stopped and not behind:
             return verdict("inconclusive", cached[0]["reason"], cached[0].get("row"))
     if owner is not None and stopped:
         return verdict("inconclusive", stopped[0]["reason"], stopped[0].get("row"))
     ran = _ran(result)
-    outside = (scopes or Scopes()).outside_classes(finding, events, ran)
+    outside = scopes.outside_classes(finding, events, ran)
     if outside:
         return verdict("not-run", outside)
     if not classes:
@@ -293,7 +291,7 @@ def _judge(finding: engine.Finding, result: dict, spans: list[tuple[int, int]], 
     if row in ran:
         return verdict("not-reproduced", f"line {row} ran, but what it made never reached a CUDA device "
                        "(no CUDA request, no tensor on another device)", None, row)
-    copies = _host_copies(owner, _span_of(row, spans))
+    copies = _host_copies(owner, scopes.function_span(row))
     if copies:
         return verdict("inconclusive", f"line {row} did not run, but on the stand-in the copies to the host at line "
                        f"{copies} hold zeros, so a branch on their values may have gone another way", None)
@@ -366,19 +364,6 @@ def _attribute(finding: engine.Finding) -> str:
     return match.group(1) if match else ""
 
 
-def _function_spans(source: str) -> list[tuple[int, int]]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-
-def _span_of(row: int, spans: list[tuple[int, int]]) -> tuple[int, int]:
-    inside = [s for s in spans if s[0] <= row <= s[1]]
-    return min(inside, key=lambda s: s[1] - s[0]) if inside else (row, row)
-
-
 # --- DEV002 ------------------------------------------------------------------------------------
 def _confirm_load(path: Path, source: str, finding: engine.Finding, options: Options) -> Verdict:
     checkpoint = options.checkpoint or _literal_path(path, source, finding)
@@ -433,10 +418,19 @@ class Scopes:
         scopes.functions = [m for m in scopes.methods if not any(a <= m[0] <= b for a, b in scopes.classes)]
         return scopes
 
-    def method_at(self, row: int) -> Optional[str]:
-        """The name of the innermost function around `row`, in a class or not."""
+    def _innermost(self, row: int) -> Optional[tuple[int, int, str]]:
+        """The innermost function around `row`, in a class or not: (first row, last row, name)."""
         around = [m for m in self.methods if m[0] <= row <= m[1]]
-        return min(around, key=lambda m: m[1] - m[0])[2] if around else None
+        return min(around, key=lambda m: m[1] - m[0]) if around else None
+
+    def method_at(self, row: int) -> Optional[str]:
+        function = self._innermost(row)
+        return function[2] if function else None
+
+    def function_span(self, row: int) -> tuple[int, int]:
+        """The rows of the innermost function around `row` (just `row` outside functions)."""
+        function = self._innermost(row)
+        return (function[0], function[1]) if function else (row, row)
 
     def call_rows(self, row: int) -> set[int]:
         """The lines of the smallest call around `row`: a tensor is made on the line its call starts."""

@@ -524,6 +524,9 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
         outcome.update(status="not-run", reason=f"constructing {cls.__name__}() raised {type(exc).__name__}: {exc}",
                        row=user_frame_row(exc, user_file))
         return outcome
+    # the sizes the extra scenarios and the value stand-in are gated on, known once built
+    outcome["params"] = sum(p.numel() for p in model.parameters())
+    outcome["buffers"] = sum(b.numel() for b in model.buffers())
     rec.scenario = "move"
     with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec):
         model.to(target if target == STAND_IN else "cuda")  # noqa: DEV005 (--device cuda asks for it)
@@ -567,7 +570,7 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
                              "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"})
         outcome["runs"] = runs
         if all(r["status"] == "ran" for r in runs):
-            cached = _cached_then_moved(cls, kwargs, specs, device, rec)
+            cached = _cached_then_moved(cls, kwargs, specs, device, rec, outcome["params"])
             if cached is not None:
                 outcome["cached"] = cached
             _built_for_device_then_moved_back(cls, kwargs, specs, rec)
@@ -576,19 +579,18 @@ def run_class(cls, spec: dict, job: dict, user_module, rec: Recorder) -> dict:
     return outcome
 
 
-def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, max_params: int = 20_000_000) -> Optional[dict]:
+def _cached_then_moved(cls, kwargs, specs, device: str, rec: Recorder, size: int,
+                       max_params: int = 20_000_000) -> Optional[dict]:
     """The bug a single placement hides: a cache filled by a first forward on the CPU, then the
     model moved. Real CPU compute, so only for models of modest size. Every cache left behind is
     reported (the recorder heals each mix, so one run meets them all); None when the scenario
     ran through, else why it stopped or was skipped."""
     probe = Recorder(rec.user_file, STAND_IN)
     rec.scenario = "cached"  # the lines of this scenario, the CPU forward's included
+    if size > max_params:
+        return {"status": "skipped", "reason": f"{size:,} parameters: a first forward on the CPU would cost real compute"}
     stage = "building it for the CPU"
     try:
-        with FunctionRecorder(probe, params_on_stand_in=True):
-            size = sum(p.numel() for p in cls(**(kwargs or {})).parameters())
-        if size > max_params:
-            return {"status": "skipped", "reason": f"{size:,} parameters: a first forward on the CPU would cost real compute"}
         model = cls(**(kwargs or {}))
         stage = "its first forward on the CPU"
         # provenance of what the CPU forward makes, so that a slice of a cache still names it
@@ -940,8 +942,7 @@ def run_with_values_policy(cls, spec: dict, job: dict, user_module, rec: Recorde
     # the data-less run served the user's copies to the host with zeros: its branches may not be the real ones
     zeros = any(e["kind"] == "host-copy" for e in rec.events)
     if values == "auto" and (stopped or zeros):
-        size = parameter_count(cls, spec, user_module)
-        if size is not None and size <= VALUES_MAX_PARAMS:
+        if "params" in outcome and outcome["params"] + outcome["buffers"] <= VALUES_MAX_PARAMS:
             again_rec = Recorder(rec.user_file, rec.target)
             again_rec.owner = rec.owner
             again = _run_holding_values(cls, spec, job, user_module, again_rec)
@@ -958,21 +959,6 @@ def _run_holding_values(cls, spec: dict, job: dict, user_module, rec: Recorder) 
     outcome["events"] = rec.events
     outcome["device"] = STAND_IN_VALUES
     return outcome
-
-
-def parameter_count(cls, spec: dict, user_module) -> Optional[int]:
-    """Parameters and buffers of the class as built with no data (on the stand-in)."""
-    try:
-        kwargs = spec.get("init_kwargs")
-        if kwargs is None:
-            hook = getattr(user_module, "devlint_init_kwargs", None)
-            kwargs = hook(cls) if callable(hook) else None
-        probe = Recorder(inspect.getfile(cls), STAND_IN)
-        with FunctionRecorder(probe, params_on_stand_in=True), DispatchRecorder(probe):
-            model = cls(**(kwargs or {}))
-        return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
-    except BaseException:  # noqa: BLE001 - user code; the meta run has reported it
-        return None
 
 
 def _span(cls) -> list[int]:
