@@ -84,7 +84,30 @@ def is_skip_marker(node: cst.BaseExpression) -> bool:
         return any(cuda_test_kind(arg.value) is not None for arg in node.args)
     if name.startswith("torch."):
         return False
+    if isinstance(node, cst.Call) and any(_asks_for_cuda(arg) for arg in node.args):
+        return True  # `@RunIf(min_cuda_gpus=1)`, `@require(gpu=True)`
     return "cuda" in last or "gpu" in last
+
+
+def _asks_for_cuda(arg: cst.Arg) -> bool:
+    """A marker's keyword that asks for a GPU: named for CUDA or GPUs, given a value other than
+    `0`, `False` or `None`."""
+    if arg.keyword is None or not ("cuda" in arg.keyword.value.lower() or "gpu" in arg.keyword.value.lower()):
+        return False
+    return syntax.dotted_name(arg.value) not in ("False", "None") and not (
+        isinstance(arg.value, cst.Integer) and arg.value.evaluated_value == 0)
+
+
+def is_marked_case(call: cst.Call) -> bool:
+    """`pytest.param(..., marks=<CUDA skip marker>)`: the case's values are only used when CUDA is there."""
+    if syntax.dotted_name(call.func) not in ("pytest.param", "param"):
+        return False
+    marks = syntax.keyword(call, "marks")
+    if marks is None:
+        return False
+    value = marks.value
+    items = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+    return any(is_skip_marker(item) for item in items)
 
 
 def has_skip_marker(defn: cst.FunctionDef | cst.ClassDef) -> bool:

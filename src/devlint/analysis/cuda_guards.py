@@ -151,6 +151,8 @@ class CudaGuards(Analysis):
                 kind = self.test_kind(parent.left)
                 if kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard):
                     return True
+            elif isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and guards.is_marked_case(parent):
+                return True
             elif isinstance(parent, cst.For) and child is parent.body:
                 if self._loops_over_devices(parent):
                     return True

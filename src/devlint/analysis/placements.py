@@ -46,6 +46,12 @@ class ScopeScan:
     def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
         if isinstance(expr, cst.BinaryOperation):
             return self.placement_of(expr.left) or self.placement_of(expr.right)
+        if isinstance(expr, cst.Subscript):
+            base = expr
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value in self.modules:
+                return None  # `model[0]`, `torch.load(p)[key]`: a submodule or a checkpoint's entry, not an output
         placement = self.model.placement_of(expr)
         if placement is None or placement.device is None:
             return placement

@@ -24,6 +24,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if len(syntax.positional(node)) > slot:
             return
+        if self._saved_here(node):
+            return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
         # them to the CPU changes nothing else. Elsewhere they used to land on the GPU.
         safe = loaded_into_load_state_dict(self.ctx.ancestors, copies=True)
@@ -38,6 +40,35 @@ class LoadWithoutMapLocation(Rule):
             f"`{qualified}()` without `map_location`: a checkpoint saved on a GPU fails to load on a machine without one",
             fix,
         )
+
+
+    def _saved_here(self, load: cst.Call) -> bool:
+        """Whether the same function (or the module's top level) also saves to the path it loads
+        (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`): the file was
+        written on this machine by this code, so its tensors come back where they were."""
+        args = syntax.positional(load)
+        path = args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
+        if path is None:
+            return False
+        path = _unwrap_path(path)
+        scope = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
+        for node in syntax.walk_expressions(scope):
+            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
+                if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
+                    return True
+        return False
+
+
+def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`."""
+    while isinstance(expr, cst.Call) and len(expr.args) <= 1:
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "as_posix" and not expr.args:
+            expr = expr.func.value
+        elif syntax.last_name(expr.func) in ("str", "fspath", "Path") and expr.args and not expr.args[0].keyword:
+            expr = expr.args[0].value
+        else:
+            break
+    return expr
 
 
 def loaded_into_load_state_dict(path, copies: bool = False) -> bool:

@@ -82,7 +82,7 @@ class HardcodedCudaString(Rule):
             return self._device_argument(parent, grand)
         if isinstance(parent, cst.Param) and parent.default is value:
             name = parent.name.value.lower()
-            return "device" in name or name == "map_location"
+            return _is_device_name(name) or name == "map_location"
         if isinstance(parent, cst.Assign) and parent.value is value:
             return any(_names_device(t.target) for t in parent.targets)
         if isinstance(parent, cst.AnnAssign) and parent.value is value:
@@ -110,4 +110,9 @@ class HardcodedCudaString(Rule):
 
 def _names_device(target: cst.BaseExpression) -> bool:
     name = syntax.last_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
-    return name is not None and "device" in name.lower()
+    return name is not None and _is_device_name(name.lower())
+
+
+def _is_device_name(name: str) -> bool:
+    """`device`, `eval_device`, not `device_type` (a kind of device for autocast, not a device)."""
+    return "device" in name and "device_type" not in name
