@@ -37,12 +37,20 @@ class DeviceNames(Analysis):
                     return False
             if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 break
-        for frame, bound in zip(reversed(ctx.functions), reversed(self._bound_in_function)):
+        scopes = list(zip(ctx.functions, self._bound_in_function))
+        if scopes and not _in_body(ctx.ancestors, scopes[-1][0].node):
+            scopes.pop()  # a decorator or a default: evaluated outside the function
+        for frame, bound in reversed(scopes):
             if bound or "device" in syntax.param_names(frame.node.params):
                 return True
             if _assigns_device(frame.node):  # a later assignment makes `device` local: unbound here
                 return False
-        return self._bound_at_module_level or (bool(ctx.functions) and self.facts.module_device_bound)
+        return self._bound_at_module_level or (bool(scopes) and self.facts.module_device_bound)
+
+
+def _in_body(ancestors, function: cst.FunctionDef) -> bool:
+    at = next(i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is function)
+    return at + 1 < len(ancestors) and ancestors[at + 1] is function.body
 
 
 def _assigns_device(function: cst.FunctionDef) -> bool:
