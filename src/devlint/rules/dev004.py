@@ -86,7 +86,7 @@ class UnregisteredTensorAttribute(Rule):
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node:
             return  # a store, not a read
         reads = self._classes[frame.klass].moved_at_reads
-        reads[name] = reads.get(name, True) and _moved_at_read(ancestors, frame.self_name)
+        reads[name] = reads.get(name, True) and _moved_at_read(ancestors, frame.self_name, self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -214,7 +214,7 @@ class UnregisteredTensorAttribute(Rule):
         return names
 
 
-def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str]) -> bool:
+def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts) -> bool:
     """Whether the `self.NAME` read at `ancestors[-1]` is moved right there to a device taken from a
     tensor: `self.NAME.to(x.device)`, `.to(x)`, `.to(device=x.device)`, `.type_as(x)`, after a
     slice too (`self.NAME[:, :n].to(x.device)`)."""
@@ -233,7 +233,8 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str]) -> bo
     value = device.value
     if isinstance(value, cst.Attribute) and value.attr.value == "device":  # `x.device`, `self.weight.device`
         return _may_be_tensor(value.value, self_name)
-    return device.keyword is None and isinstance(value, cst.Name) and _may_be_tensor(value, self_name)
+    # `.to(x)`: a local name, not an imported one (`from torch import float16`)
+    return device.keyword is None and isinstance(value, cst.Name) and facts.resolve(value) is None and _may_be_tensor(value, self_name)
 
 
 NOT_TENSOR_WORDS = ("device", "dtype", "type", "rank", "gpu", "cuda", "cpu", "args", "cfg", "config", "opt", "hparams")
