@@ -38,6 +38,10 @@ def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
     return isinstance(expr, (cst.Name, cst.Attribute)) and "dtype" in (syntax.last_name(expr) or "").lower()
 
 
+CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict"})
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
 # --- what an expression holds --------------------------------------------------------------
 TENSOR = "tensor"  # a tensor
 CONTAINER = "container"  # a list, tuple, set or dict holding one
@@ -182,8 +186,20 @@ class ValueModel:
             return Value(_either(*(self.of(e.value) for e in expr.elements if isinstance(e, cst.DictElement))).kind)
         return self.of(expr)
 
+    def _comprehension(self, expr) -> Value:
+        """A list, set or dict comprehension (or a generator given to `list(...)`): a container
+        when its element holds a tensor. The names its `for` clauses bind are not followed."""
+        bound = {n.value for clause in _for_clauses(expr) for n in syntax.walk(clause.target) if isinstance(n, cst.Name)}
+        inner = ValueModel(self.facts, lambda name: UNKNOWN if name in bound else self.names(name), self.returns)
+        element = expr.value if isinstance(expr, cst.DictComp) else expr.elt
+        return Value(CONTAINER if _tensor_kind(inner.of(element)) is not None else None)
+
     def _call(self, expr: cst.Call) -> Value:
         func = expr.func
+        if isinstance(func, cst.Name) and func.value in CONTAINER_BUILTINS and func.value not in self.facts.aliases:
+            args = syntax.positional(expr)
+            if len(expr.args) == 1 and len(args) == 1 and isinstance(args[0].value, COMPREHENSIONS):
+                return self._comprehension(args[0].value)  # `list(torch.zeros(n) for n in sizes)`
         qualified = self.facts.resolve(func)
         method = func.attr.value if isinstance(func, cst.Attribute) else None
         if method in names.NON_TENSOR_METHODS and qualified is None:
@@ -228,6 +244,13 @@ def to_cpu(facts, call: cst.Call) -> bool:
     return False
 
 
+def _for_clauses(expr):
+    clause = expr.for_in
+    while clause is not None:
+        yield clause
+        clause = clause.inner_for_in
+
+
 def _tensor_kind(value: Value) -> Optional[str]:
     return value.kind if value.kind in (TENSOR, CONTAINER) else None
 
@@ -253,5 +276,8 @@ _EXPRESSIONS: dict[type, Callable[[ValueModel, cst.BaseExpression], Value]] = {
     cst.Tuple: ValueModel._display,
     cst.Set: ValueModel._display,
     cst.Dict: ValueModel._display,
+    cst.ListComp: ValueModel._comprehension,
+    cst.SetComp: ValueModel._comprehension,
+    cst.DictComp: ValueModel._comprehension,
     cst.Call: ValueModel._call,
 }

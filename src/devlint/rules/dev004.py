@@ -43,6 +43,8 @@ class _ClassState:
     candidates: list[_Candidate] = field(default_factory=list)
     buffers: set[str] = field(default_factory=set)  # names given to register_buffer
     plain: set[str] = field(default_factory=set)  # attributes set to something else than a tensor
+    # attribute name -> whether every `self.NAME` read so far moves it to a tensor's device
+    moved_at_reads: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +72,21 @@ class UnregisteredTensorAttribute(Rule):
         # class name -> every attribute name its instances may already have (None: unknown,
         # e.g. a base imported from elsewhere, where a property or attribute may stand).
         self.attributes: dict[str, Optional[set[str]]] = {}
+        self.lightning_classes: set[str] = set()  # names of this file's LightningModule classes
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        frame = self.ctx.function
+        if frame is None or not frame.in_module_class:
+            return
+        name = frame.self_attribute(node)
+        if name is None:
+            return
+        ancestors = self.ctx.ancestors
+        parent = ancestors[-2]
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node:
+            return  # a store, not a read
+        reads = self._classes[frame.klass].moved_at_reads
+        reads[name] = reads.get(name, True) and _moved_at_read(ancestors, frame.self_name, self.facts)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -124,17 +141,43 @@ class UnregisteredTensorAttribute(Rule):
         state = self._classes.pop(self.ctx.klass) or _ClassState()
         existing = self._existing_attributes(node, state.plain)
         self.attributes[node.name.value] = existing
+        lightning = self._is_lightning_module(node)
+        if lightning:
+            self.lightning_classes.add(node.name.value)
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in state.buffers:
+            if name in state.buffers or state.moved_at_reads.get(name, False):
                 continue
+            if lightning and name == "example_input_array":  # Lightning moves it to the module's device
+                continue
+            taken = existing is not None and name in existing
             self.report(
-                candidate.target,
-                f"`self.{name}` holds a tensor as a plain attribute, which `model.to(device)` leaves behind; "
-                + (f"register it with `self.{name} = nn.Buffer(...)`" if self.ctx.torch_at_least(2, 5)
-                 else f'register it with `self.register_buffer("{name}", ...)`'),
-                None if existing is None or name in existing else _register_buffer_fix(candidate, name, self._buffer_class()),
+                candidate.target, self._message(name, candidate.single_tensor, taken),
+                None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class()),
             )
+
+    def _message(self, name: str, single_tensor: bool, taken: bool) -> str:
+        nn_buffer = self.ctx.torch_at_least(2, 5)
+        if not single_tensor:
+            return (f"`self.{name}` holds tensors in a plain container, which `model.to(device)` leaves behind; "
+                    + ("make each tensor an `nn.Buffer`" if nn_buffer else "register each tensor as a buffer")
+                    + ", or stack them into one")
+        advice = (
+            (f"make it an `nn.Buffer` under a name not already taken (`{name}` is already an attribute)" if nn_buffer
+             else f"register it as a buffer under a name not already taken (`{name}` is already an attribute)")
+            if taken else (f"register it with `self.{name} = nn.Buffer(...)`" if nn_buffer
+                           else f'register it with `self.register_buffer("{name}", ...)`')
+        )
+        return f"`self.{name}` holds a tensor as a plain attribute, which `model.to(device)` leaves behind; {advice}"
+
+    def _is_lightning_module(self, node: cst.ClassDef) -> bool:
+        """A base named `LightningModule` (`pl.LightningModule`, `L.LightningModule`), or a class of
+        this file that is one."""
+        for base in node.bases:
+            dotted = syntax.dotted_name(base.value)
+            if dotted is not None and (dotted.rsplit(".", 1)[-1] == "LightningModule" or dotted in self.lightning_classes):
+                return True
+        return False
 
     def _buffer_class(self) -> Optional[cst.BaseExpression]:
         """`nn.Buffer` as this file can name it, where the target torch has it (2.5); else None."""
@@ -169,6 +212,41 @@ class UnregisteredTensorAttribute(Rule):
                 return None
             names |= inherited
         return names
+
+
+def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts) -> bool:
+    """Whether the `self.NAME` read at `ancestors[-1]` is moved right there to a device taken from a
+    tensor: `self.NAME.to(x.device)`, `.to(x)`, `.to(device=x.device)`, `.type_as(x)`, after a
+    slice too (`self.NAME[:, :n].to(x.device)`)."""
+    read, index = ancestors[-1], len(ancestors) - 2
+    while isinstance(ancestors[index], cst.Subscript) and ancestors[index].value is read:
+        read, index = ancestors[index], index - 1
+    method, call = ancestors[index], ancestors[index - 1]
+    if not (isinstance(method, cst.Attribute) and method.value is read and method.attr.value in ("to", "type_as")
+            and isinstance(call, cst.Call) and call.func is method and not syntax.has_star_args(call)):
+        return False
+    device = syntax.keyword(call, "device") if method.attr.value == "to" else None
+    if device is None:
+        device = next(iter(syntax.positional(call)), None)
+    if device is None:
+        return False
+    value = device.value
+    if isinstance(value, cst.Attribute) and value.attr.value == "device":  # `x.device`, `self.weight.device`
+        return _may_be_tensor(value.value, self_name)
+    # `.to(x)`: a local name, not an imported one (`from torch import float16`)
+    return device.keyword is None and isinstance(value, cst.Name) and facts.resolve(value) is None and _may_be_tensor(value, self_name)
+
+
+NOT_TENSOR_WORDS = ("device", "dtype", "type", "rank", "gpu", "cuda", "cpu", "args", "cfg", "config", "opt", "hparams")
+
+
+def _may_be_tensor(expr: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    """`x`, `inputs[0]`, `self.weight`: not `self`, nor a name that says it holds a device, a dtype or
+    settings (`device`, `rank`, `args`)."""
+    if isinstance(expr, cst.Name) and expr.value == self_name:
+        return False
+    last = (syntax.last_name(expr) or "").lower()
+    return last != "dev" and not any(word in last for word in NOT_TENSOR_WORDS)
 
 
 def _register_buffer_fix(candidate: _Candidate, name: str, buffer_class: Optional[cst.BaseExpression]) -> Optional[NodeFix]:
