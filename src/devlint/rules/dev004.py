@@ -72,6 +72,7 @@ class UnregisteredTensorAttribute(Rule):
         # class name -> every attribute name its instances may already have (None: unknown,
         # e.g. a base imported from elsewhere, where a property or attribute may stand).
         self.attributes: dict[str, Optional[set[str]]] = {}
+        self._apply_targets: Optional[frozenset] = None  # see _moved_by_hand
         self.lightning_classes: set[str] = set()  # names of this file's LightningModule classes
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -146,7 +147,7 @@ class UnregisteredTensorAttribute(Rule):
             self.lightning_classes.add(node.name.value)
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in state.buffers or state.moved_at_reads.get(name, False):
+            if name in state.buffers or state.moved_at_reads.get(name, False) or name in self._moved_by_hand():
                 continue
             if lightning and name == "example_input_array":  # Lightning moves it to the module's device
                 continue
@@ -155,6 +156,19 @@ class UnregisteredTensorAttribute(Rule):
                 candidate.target, self._message(name, candidate.single_tensor, taken),
                 None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class()),
             )
+
+    def _moved_by_hand(self) -> frozenset:
+        """Attributes that an override of `_apply` in this file sets (`m.grid = list(map(fn, m.grid))`):
+        the module moves them itself with every `model.to()`, `.cuda()` or `.half()`."""
+        if self._apply_targets is None:
+            self._apply_targets = frozenset(
+                target.target.attr.value
+                for info in self.facts.classes.values()
+                for method in info.methods.get("_apply", ())
+                for node in syntax.walk_expressions(method.body) if isinstance(node, cst.Assign)
+                for target in node.targets if isinstance(target.target, cst.Attribute)
+            )
+        return self._apply_targets
 
     def _message(self, name: str, single_tensor: bool, taken: bool) -> str:
         nn_buffer = self.ctx.torch_at_least(2, 5)
