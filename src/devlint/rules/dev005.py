@@ -52,7 +52,9 @@ class HardcodedCudaString(Rule):
             return
         if self._in_default_device():
             return  # `torch.set_default_device("cuda")`: DEV011 reports it
-        if self.ctx[CudaGuards].is_guarded(placement_expressions_guard=False):
+        cuda_guards = self.ctx[CudaGuards]
+        raised = _raised_without_cuda(parent, grand, ordinal=shown is None)
+        if cuda_guards.is_guarded(placement_expressions_guard=False) or (raised and cuda_guards.caught(raised)):
             return
         fix = None
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
@@ -106,6 +108,21 @@ class HardcodedCudaString(Rule):
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
             return True
         return self.facts.resolve(call.func) == "torch.device"
+
+
+def _raised_without_cuda(parent, grand, ordinal: bool) -> Optional[str]:
+    """What the call taking the device raises on a CPU build of torch, so that a `try` catching
+    it guards the literal: `.to("cuda")` and `device="cuda"` raise AssertionError ("Torch not
+    compiled with CUDA enabled"), an ordinal and `map_location=` RuntimeError. None where
+    nothing raises: `torch.device("cuda")`, a default, an assignment."""
+    if not (isinstance(parent, cst.Arg) and isinstance(grand, cst.Call)):
+        return None
+    keyword = parent.keyword.value if parent.keyword is not None else None
+    if keyword == "map_location":
+        return "RuntimeError"
+    if keyword == "device" or (keyword is None and syntax.method_name(grand) == "to"):
+        return "RuntimeError" if ordinal else "AssertionError"
+    return None
 
 
 def _names_device(target: cst.BaseExpression) -> bool:
