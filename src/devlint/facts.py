@@ -160,9 +160,10 @@ class FileFacts:
     def _base_kind(self, base: Optional[str], by_name, seen: frozenset, decided) -> str:
         if base is None:
             return UNKNOWN  # not a name: `with_metaclass(ABCMeta, nn.Module)`
-        local_classes = by_name.get(base)
+        # A same-file class, unless it is the class itself shadowing an import (`class Foo(Foo):`).
+        local_classes = [c for c in by_name.get(base, ()) if id(c) not in seen]
         if local_classes:
-            return _strongest([self._class_kind(c, seen, by_name, decided) for c in local_classes if id(c) not in seen])
+            return _strongest([self._class_kind(c, seen, by_name, decided) for c in local_classes])
         qualified = self.resolve_dotted(base)
         last = base.rsplit(".", 1)[-1]
         if qualified is None and "." not in base and hasattr(builtins, base):
@@ -191,7 +192,7 @@ _STRENGTH = {NOT_MODULE: 0, UNKNOWN: 1, MODULE: 2, OTHER_FRAMEWORK: 3}
 
 
 def _strongest(kinds: list[str]) -> str:
-    """A class without bases (or whose bases are all being decided) is no module."""
+    """A class without bases is no module."""
     return max(kinds, key=_STRENGTH.__getitem__, default=NOT_MODULE)
 
 
