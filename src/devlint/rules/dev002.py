@@ -1,5 +1,7 @@
 """DEV002 load-without-map-location: `torch.load(...)` without `map_location`. Doc:
 rules/DEV002.md; fixture: tests/fixtures/DEV002.py."""
+from typing import Optional
+
 import libcst as cst
 
 from devlint import edits, names, syntax
@@ -48,38 +50,46 @@ class LoadWithoutMapLocation(Rule):
         path = self.ctx.ancestors
         i = _climb_subscripts(path)
         assign = path[i - 1] if i > 0 else None
-        if not (isinstance(assign, cst.Assign) and assign.value is path[i] and len(assign.targets) == 1
-                and isinstance(assign.targets[0].target, cst.Name)):
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+            target = assign.targets[0].target
+        elif isinstance(assign, cst.AnnAssign):
+            target = assign.target  # `state: dict = torch.load(p)`
+        else:
             return False
-        target = assign.targets[0].target
+        if assign.value is not path[i] or not isinstance(target, cst.Name):
+            return False
         frame = self.ctx.function
-        scope = frame.node if frame is not None else path[0]
-        parents: dict[int, cst.CSTNode] = {}
-        use = None
-        stack = [scope]
-        while stack:
-            node = stack.pop()
-            for child in syntax.children(node):
-                parents[id(child)] = node
-                stack.append(child)
-            if isinstance(node, cst.Name) and node.value == target.value and node is not target:
-                parent = parents.get(id(node))
-                if (isinstance(parent, cst.Attribute) and parent.attr is node) or (
-                        isinstance(parent, cst.Arg) and parent.keyword is node):
-                    continue  # `x.state`, `f(state=...)`: not the name
-                if use is not None:
-                    return False
-                use = node
-        if use is None:
-            return False
-        use_path = [use]
-        while use_path[-1] is not scope:
-            use_path.append(parents[id(use_path[-1])])
-        use_path.reverse()
-        if any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in use_path[1:]):
+        use_path = _only_use(frame.node if frame is not None else path[0], target)
+        if use_path is None or any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in use_path[1:]):
             return False
         return loaded_into_load_state_dict(use_path, copies=True)
 
+
+def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode]]:
+    """The path from scope down to the one mention of target's name in it besides target
+    itself (nested functions, `global` and `nonlocal` included); None when there are more, or none."""
+    parents: dict[int, cst.CSTNode] = {}
+    use = None
+    stack = [scope]
+    while stack:
+        node = stack.pop()
+        for child in syntax.children(node):
+            parents[id(child)] = node
+            stack.append(child)
+        if isinstance(node, cst.Name) and node.value == target.value and node is not target:
+            parent = parents.get(id(node))
+            if (isinstance(parent, cst.Attribute) and parent.attr is node) or (
+                    isinstance(parent, cst.Arg) and parent.keyword is node):
+                continue  # `x.state`, `f(state=...)`: not the name
+            if use is not None:
+                return None
+            use = node
+    if use is None:
+        return None
+    use_path = [use]
+    while use_path[-1] is not scope:
+        use_path.append(parents[id(use_path[-1])])
+    return use_path[::-1]
 
 def _climb_subscripts(path) -> int:
     """The index in path of the outermost subscript of path[-1] (`torch.load(p)["model"]`)."""
