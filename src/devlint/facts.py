@@ -8,6 +8,8 @@ functions are added as the traversal meets them.
 """
 from __future__ import annotations
 
+import builtins
+import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -139,38 +141,59 @@ class FileFacts:
         by_name: dict[str, list[ClassInfo]] = {}
         for info in self.classes.values():
             by_name.setdefault(info.name, []).append(info)
-        decided: dict[int, bool] = {}
+        decided: dict[int, str] = {}
         for info in self.classes.values():
-            info.is_module = self._is_module(info, frozenset(), by_name, decided)
+            info.is_module = self._class_kind(info, frozenset(), by_name, decided) == MODULE
 
     # Methods, not closures: a recursive closure is a reference cycle that would keep the
     # whole tree alive until the garbage collector finds it.
-    def _is_module(self, info: ClassInfo, seen: frozenset, by_name, decided: dict[int, bool]) -> bool:
+    def _class_kind(self, info: ClassInfo, seen: frozenset, by_name, decided: dict[int, str]) -> str:
         if id(info) in decided:
             return decided[id(info)]
-        result = "forward" in info.methods or any(
-            self._base_is_module(base, by_name, seen | {id(info)}, decided) for base in info.base_names
-        )
-        decided[id(info)] = result
-        return result
+        seen = seen | {id(info)}
+        kind = _strongest([self._base_kind(base, by_name, seen, decided) for base in info.base_names])
+        if kind == UNKNOWN and "forward" in info.methods:
+            kind = MODULE  # a `forward` over a base of unknown kind
+        decided[id(info)] = kind
+        return kind
 
-    def _base_is_module(self, base, by_name, seen, decided) -> bool:
+    def _base_kind(self, base: Optional[str], by_name, seen: frozenset, decided) -> str:
         if base is None:
-            return False
-        local_classes = by_name.get(base)
+            return UNKNOWN  # not a name: `with_metaclass(ABCMeta, nn.Module)`
+        # A same-file class, unless it is the class itself shadowing an import (`class Foo(Foo):`).
+        local_classes = [c for c in by_name.get(base, ()) if id(c) not in seen]
         if local_classes:
-            return any(self._is_module(c, seen, by_name, decided) for c in local_classes if id(c) not in seen)
+            return _strongest([self._class_kind(c, seen, by_name, decided) for c in local_classes])
         qualified = self.resolve_dotted(base)
-        if qualified is not None and (qualified.startswith("torch.nn.") or qualified == "torch.jit.ScriptModule"):
-            return True
         last = base.rsplit(".", 1)[-1]
+        if qualified is None and "." not in base and hasattr(builtins, base):
+            return NOT_MODULE  # `object`, `Exception`, `dict`
         package = qualified.split(".")[0] if qualified is not None else None
+        if package == "torch":
+            is_module = (qualified.startswith("torch.nn.") and last not in names.NN_NON_MODULE_CLASSES
+                         or qualified == "torch.jit.ScriptModule")
+            return MODULE if is_module else NOT_MODULE  # `torch.utils.data.Dataset`, `torch.autograd.Function`
         if package in names.OTHER_FRAMEWORKS:
-            return False
+            return OTHER_FRAMEWORK
+        if package in sys.stdlib_module_names or package in names.TYPING_PACKAGES:
+            return NOT_MODULE  # `ABC`, `Generic[T]`, `Enum`, `NamedTuple`
         if last in names.FRAMEWORK_MODULE_BASES:
             required = names.FRAMEWORK_BASE_PACKAGES.get(last)
-            return required is None or package is None or package in ("", required)
-        return last.endswith(names.MODULE_BASE_SUFFIXES)
+            if required is None or package is None or package in ("", required):
+                return MODULE
+            return UNKNOWN
+        return MODULE if last.endswith(names.MODULE_BASE_SUFFIXES) else UNKNOWN
+
+
+# What a class or a base is, weakest first: a class is what its strongest base makes it (one
+# base from another framework rules it out; one module base makes it a module).
+NOT_MODULE, UNKNOWN, MODULE, OTHER_FRAMEWORK = "not-module", "unknown", "module", "other-framework"
+_STRENGTH = {NOT_MODULE: 0, UNKNOWN: 1, MODULE: 2, OTHER_FRAMEWORK: 3}
+
+
+def _strongest(kinds: list[str]) -> str:
+    """A class without bases is no module."""
+    return max(kinds, key=_STRENGTH.__getitem__, default=NOT_MODULE)
 
 
 def _base_name(node: cst.BaseExpression) -> Optional[str]:

@@ -153,7 +153,14 @@ LOADER_PREPARING_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_d
 ITERATION_WRAPPERS = frozenset({"iter", "tqdm", "trange", "track", "progress_bar", "progressbar"})
 
 # Packages whose classes are never torch modules, whatever their names (`keras.layers.Layer`).
-OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "mlx", "paddle", "mindspore", "mxnet"})
+OTHER_FRAMEWORKS = frozenset({
+    "tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "equinox", "mlx", "paddle", "mindspore", "mxnet",
+    "oneflow",
+})
+# Packages of typing bases, besides the standard library's (`typing_extensions.Protocol`): never modules.
+TYPING_PACKAGES = frozenset({"typing_extensions"})
+# torch.nn classes that are not modules (`class Weight(nn.Parameter)`).
+NN_NON_MODULE_CLASSES = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 # Framework bases known by a name another package also uses: a module only when imported from this one
 # (ignite's `Metric` is not an nn.Module, torchmetrics' is).
 FRAMEWORK_BASE_PACKAGES = {"Metric": "torchmetrics"}

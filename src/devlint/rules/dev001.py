@@ -7,10 +7,14 @@ from devlint.analysis.cuda_guards import CudaGuards
 from devlint.analysis.device_names import DeviceNames
 from devlint.base import UNSAFE, NodeFix, Rule
 
+# What `.cuda()` raises on a CPU build of torch ("Torch not compiled with CUDA enabled"): a
+# `try` catching it guards the call.
+RAISED_WITHOUT_CUDA = "AssertionError"
+
 
 class HardcodedCudaCall(Rule):
-    """A `.cuda(...)` method call on any receiver that is not guarded; the fix writes
-    `.to(device)` where a `device` name is in scope."""
+    """A `.cuda(...)` method call on any receiver that is not guarded (nor in a `try` catching
+    its AssertionError); the fix writes `.to(device)` where a `device` name is in scope."""
 
     code = "DEV001"
     name = "hardcoded-cuda-call"
@@ -27,7 +31,8 @@ class HardcodedCudaCall(Rule):
         frame = self.ctx.function
         if frame is not None and frame.node.name.value == "cuda":  # an override calling super().cuda()
             return
-        if self.ctx[CudaGuards].is_guarded():
+        guards = self.ctx[CudaGuards]
+        if guards.is_guarded() or guards.caught(RAISED_WITHOUT_CUDA):
             return
         fix = None
         if not syntax.positional(node) and self.ctx[DeviceNames].device_in_scope():

@@ -1,5 +1,7 @@
 """DEV002 load-without-map-location: `torch.load(...)` without `map_location`. Doc:
 rules/DEV002.md; fixture: tests/fixtures/DEV002.py."""
+from typing import Optional
+
 import libcst as cst
 
 from devlint import edits, names, syntax
@@ -8,7 +10,8 @@ from devlint.base import SAFE, UNSAFE, NodeFix, Rule
 
 class LoadWithoutMapLocation(Rule):
     """A loader of `names.LOADERS` called without `map_location` (keyword or positional slot)
-    or `**kwargs`; the fix adds `map_location="cpu"`, safe straight into `load_state_dict`."""
+    or `**kwargs`; the fix adds `map_location="cpu"`, safe straight into `load_state_dict`
+    (or through a local name used only there)."""
 
     code = "DEV002"
     name = "load-without-map-location"
@@ -28,7 +31,7 @@ class LoadWithoutMapLocation(Rule):
             return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
         # them to the CPU changes nothing else. Elsewhere they used to land on the GPU.
-        safe = loaded_into_load_state_dict(self.ctx.ancestors, copies=True)
+        safe = loaded_into_load_state_dict(self.ctx.ancestors, copies=True) or self._loaded_through_name()
         fix = NodeFix(
             SAFE if safe else UNSAFE,
             'Add `map_location="cpu"`',
@@ -40,6 +43,62 @@ class LoadWithoutMapLocation(Rule):
             f"`{qualified}()` without `map_location`: a checkpoint saved on a GPU fails to load on a machine without one",
             fix,
         )
+
+    def _loaded_through_name(self) -> bool:
+        """`state = torch.load(p)` (or `torch.load(p)["model"]`) whose name the scope uses once,
+        as `x.load_state_dict(state)` (or `state["model"]`): nothing else sees the loaded
+        tensors. A second use, a rebinding, a use in a nested function, `global` or
+        `nonlocal` keep it unsafe."""
+        path = self.ctx.ancestors
+        i = _climb_subscripts(path)
+        assign = path[i - 1] if i > 0 else None
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+            target = assign.targets[0].target
+        elif isinstance(assign, cst.AnnAssign):
+            target = assign.target  # `state: dict = torch.load(p)`
+        else:
+            return False
+        if assign.value is not path[i] or not isinstance(target, cst.Name):
+            return False
+        frame = self.ctx.function
+        use_path = _only_use(frame.node if frame is not None else path[0], target)
+        if use_path is None or any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in use_path[1:]):
+            return False
+        return loaded_into_load_state_dict(use_path, copies=True)
+
+
+def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode]]:
+    """The path from scope down to the one mention of target's name in it besides target
+    itself (nested functions, `global` and `nonlocal` included); None when there are more, or none."""
+    parents: dict[int, cst.CSTNode] = {}
+    use = None
+    stack = [scope]
+    while stack:
+        node = stack.pop()
+        for child in syntax.children(node):
+            parents[id(child)] = node
+            stack.append(child)
+        if isinstance(node, cst.Name) and node.value == target.value and node is not target:
+            parent = parents.get(id(node))
+            if (isinstance(parent, cst.Attribute) and parent.attr is node) or (
+                    isinstance(parent, cst.Arg) and parent.keyword is node):
+                continue  # `x.state`, `f(state=...)`: not the name
+            if use is not None:
+                return None
+            use = node
+    if use is None:
+        return None
+    use_path = [use]
+    while use_path[-1] is not scope:
+        use_path.append(parents[id(use_path[-1])])
+    return use_path[::-1]
+
+def _climb_subscripts(path) -> int:
+    """The index in path of the outermost subscript of path[-1] (`torch.load(p)["model"]`)."""
+    i = len(path) - 1
+    while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
+        i -= 1
+    return i
 
 
     def _saved_here(self, load: cst.Call) -> bool:
@@ -75,9 +134,7 @@ def loaded_into_load_state_dict(path, copies: bool = False) -> bool:
     """Whether the value made by path[-1] goes straight into `<x>.load_state_dict(...)`,
     possibly through constant subscripts (`torch.load(p)["model"]`). With copies=True, only
     where the module copies the tensors onto its own device (not `assign=True`)."""
-    i = len(path) - 1
-    while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
-        i -= 1
+    i = _climb_subscripts(path)
     if i < 2:
         return False
     arg, call = path[i - 1], path[i - 2]

@@ -52,7 +52,9 @@ class HardcodedCudaString(Rule):
             return
         if self._in_default_device():
             return  # `torch.set_default_device("cuda")`: DEV011 reports it
-        if self.ctx[CudaGuards].is_guarded(placement_expressions_guard=False):
+        cuda_guards = self.ctx[CudaGuards]
+        raised = self._raised_without_cuda(path, i, ordinal=shown is None)
+        if cuda_guards.is_guarded(placement_expressions_guard=False) or (raised and cuda_guards.caught(raised)):
             return
         fix = None
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
@@ -70,6 +72,24 @@ class HardcodedCudaString(Rule):
             return ("take the device from the data, a parameter, or `torch.accelerator.current_accelerator()` "
                     "(when `torch.accelerator.is_available()`)")
         return "take the device from the data, a parameter, or `torch.cuda.is_available()`"
+
+    def _raised_without_cuda(self, path, i: int, ordinal: bool) -> Optional[str]:
+        """What the call taking the device path[i] raises on a CPU build of torch, so that a
+        `try` catching it guards the literal: `.to("cuda")` and `device="cuda"` raise
+        AssertionError ("Torch not compiled with CUDA enabled"), an ordinal and `map_location=`
+        RuntimeError. None where nothing raises: `torch.device("cuda")` alone, a default, an
+        assignment."""
+        parent, grand = (path[i - 1], path[i - 2]) if i > 1 else (None, None)
+        if not (isinstance(parent, cst.Arg) and isinstance(grand, cst.Call)):
+            return None
+        keyword = parent.keyword.value if parent.keyword is not None else None
+        if keyword is None and self.facts.resolve(grand.func) == "torch.device":
+            return self._raised_without_cuda(path, i - 2, ordinal)  # `.to(torch.device("cuda"))`: the move raises
+        if keyword == "map_location":
+            return "RuntimeError"
+        if keyword == "device" or (keyword is None and syntax.method_name(grand) == "to"):
+            return "RuntimeError" if ordinal else "AssertionError"
+        return None
 
     def _in_default_device(self) -> bool:
         return any(
