@@ -177,8 +177,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         return None
-    if isinstance(func, cst.Attribute):  # an argument to a method of another value
-        return _added_to_list(walk, func, call) or walk.use(*others, func.value)
+    if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
+        return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
 
 
