@@ -203,7 +203,12 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
     if len(targets) == 1 and isinstance(targets[0], cst.Name):
         return Fate(ASSIGNED, walk.met, targets[0].value, parent)
     unpacked = _unpacked_names(targets)
-    if unpacked:  # `ys, xs = torch.meshgrid(...)`, `a, b = t.unbind(0)`: each part is a tensor
+    if unpacked and isinstance(parent.value, (cst.Tuple, cst.List)):  # `a, b = torch.zeros(n), x`: only a
+        element = walk.path[walk.i + 1]
+        position = next((k for k, e in enumerate(parent.value.elements) if e is element), None)
+        if position is not None and len(unpacked) == len(parent.value.elements):
+            return Fate(ASSIGNED, walk.met, unpacked[position], parent)
+    elif unpacked:  # `ys, xs = torch.meshgrid(...)`, `a, b = t.unbind(0)`: each part is a tensor
         return Fate(ASSIGNED, walk.met, unpacked[0], parent)
     if all(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in walk.host_tables for t in targets):
         return Fate(NEUTRAL, walk.met)  # copied into a local table (`rel[..., 0] = t`)
@@ -403,12 +408,13 @@ class FunctionValues:
 
 
 def _bound_names(statement: cst.CSTNode) -> list[str]:
-    """The local names an assignment binds: one name, or the names of a tuple target."""
+    """The local names an assignment binds to its whole value: one name, or the names of a
+    tuple target unpacking one value (not a tuple literal, whose parts go to one name each)."""
     if isinstance(statement, cst.Assign):
         targets = [t.target for t in statement.targets]
         if len(targets) == 1 and isinstance(targets[0], cst.Name):
             return [targets[0].value]
-        return _unpacked_names(targets)
+        return [] if isinstance(statement.value, (cst.Tuple, cst.List)) else _unpacked_names(targets)
     if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name):
         return [statement.target.value]
     return []
