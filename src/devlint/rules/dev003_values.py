@@ -381,9 +381,8 @@ class FunctionValues:
                 continue
             if arms and _in_other_arm(node_path, arms):
                 continue
-            parent = node_path[-2]
-            if _is_store(node, parent):
-                assign = _store_statement(node_path)
+            assign = _storing_statement(node_path)
+            if assign is not None:
                 if node.value in rebinds.get(assign, ()):
                     continue
                 if assign in move_assigns:  # `t = t.to(...)`: moved before any later use
@@ -420,14 +419,6 @@ def _bound_names(statement: cst.CSTNode) -> list[str]:
     return []
 
 
-def _store_statement(path: Sequence[cst.CSTNode]) -> cst.CSTNode:
-    """The statement a stored name belongs to (`a` in `a, b = ...` sits in a tuple)."""
-    j = len(path) - 2
-    while j > 0 and isinstance(path[j], (cst.Element, cst.StarredElement, cst.Tuple, cst.List, cst.AssignTarget)):
-        j -= 1
-    return path[j]
-
-
 def _branch_arms(path: Sequence[cst.CSTNode]) -> dict:
     """For each `if` around a node: the arm (body or else) the node is in."""
     return {id(node): path[k + 1] for k, node in enumerate(path[:-1]) if isinstance(node, cst.If)}
@@ -441,11 +432,15 @@ def _in_other_arm(path: Sequence[cst.CSTNode], arms: dict) -> bool:
     )
 
 
-def _is_store(node: cst.Name, parent: cst.CSTNode) -> bool:
+def _storing_statement(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The statement that stores into the name path[-1] (`a = ...`, `a, b = ...`, `for a in
+    ...`, `del a`), or None when the name is read."""
+    j = len(path) - 1
+    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        j -= 1
+    parent, target = path[j - 1], path[j]
     if isinstance(parent, cst.AssignTarget):
-        return parent.target is node
-    if isinstance(parent, cst.AnnAssign):
-        return parent.target is node
-    if isinstance(parent, (cst.For, cst.CompFor)):
-        return parent.target is node
-    return isinstance(parent, cst.Del)
+        return path[j - 2] if parent.target is target else None
+    if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor)):
+        return parent if parent.target is target else None
+    return parent if isinstance(parent, cst.Del) else None
