@@ -177,9 +177,23 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         return None
-    if isinstance(func, cst.Attribute):  # an argument to a method of another value
-        return walk.use(*others, func.value)
+    if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
+        return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
+
+
+def _added_to_list(walk: _Walk, func: cst.Attribute, call: cst.Call) -> Optional[Fate]:
+    """`outs.append(v)` as a statement: the value lives on in the local list `outs`."""
+    statement = walk.path[walk.i - 3] if walk.i >= 3 else None
+    if (
+        func.attr.value in _LIST_ADDS and isinstance(func.value, cst.Name)
+        and isinstance(statement, cst.Expr) and statement.value is call
+    ):
+        return Fate(ASSIGNED, walk.met, func.value.value, statement)
+    return None
+
+
+_LIST_ADDS = frozenset({"append", "extend", "insert"})
 
 
 def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
@@ -188,9 +202,30 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
     targets = [t.target for t in parent.targets]
     if len(targets) == 1 and isinstance(targets[0], cst.Name):
         return Fate(ASSIGNED, walk.met, targets[0].value, parent)
+    unpacked = _unpacked_names(targets)
+    if unpacked and isinstance(parent.value, (cst.Tuple, cst.List)):  # `a, b = torch.zeros(n), x`: only a
+        element = walk.path[walk.i + 1]
+        position = next((k for k, e in enumerate(parent.value.elements) if e is element), None)
+        if position is not None and len(unpacked) == len(parent.value.elements):
+            return Fate(ASSIGNED, walk.met, unpacked[position], parent)
+    elif unpacked:  # `ys, xs = torch.meshgrid(...)`, `a, b = t.unbind(0)`: each part is a tensor
+        return Fate(ASSIGNED, walk.met, unpacked[0], parent)
     if all(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in walk.host_tables for t in targets):
         return Fate(NEUTRAL, walk.met)  # copied into a local table (`rel[..., 0] = t`)
     return walk.use(*(t.value for t in targets if isinstance(t, cst.Subscript)))
+
+
+def _unpacked_names(targets: Sequence[cst.BaseExpression]) -> list[str]:
+    """The names of a single tuple or list target made only of names (`a, *rest = ...`)."""
+    if len(targets) != 1 or not isinstance(targets[0], (cst.Tuple, cst.List)):
+        return []
+    elements = [e.value for e in targets[0].elements]
+    return [e.value for e in elements] if all(isinstance(e, cst.Name) for e in elements) else []
+
+
+def _comprehension(walk: _Walk, parent) -> None:
+    """The element of a list comprehension: the list holds values like it."""
+    walk.i -= 1
 
 
 def _annotated(walk: _Walk, parent: cst.AnnAssign) -> Fate:
@@ -236,6 +271,7 @@ _STEPS: dict[type, Callable[[_Walk, cst.CSTNode], Optional[Fate]]] = {
     cst.For: _neutral,
     cst.CompFor: _neutral,
     cst.Del: _neutral,
+    cst.ListComp: _comprehension,
 }
 
 
@@ -251,14 +287,34 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
 
 def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
     """Tensor parameters and the local names computed from them (flow-insensitive)."""
-    assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign))]
+    assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor))]
     seeds = stable_parameters(func, params, facts)
     derived = set(seeds)
     for _ in range(2):  # a second pass catches names assigned in loops before their sources
         for node in assigns:
-            if node.value is not None and is_derived(node.value, derived, facts):
-                derived.update(t.value for t in assigned_names(node) if t.value not in params or t.value in seeds)
+            bound = _loop_names(node) if isinstance(node, (cst.For, cst.CompFor)) else [(assigned_names(node), node.value)]
+            for targets, value in bound:
+                if value is not None and is_derived(value, derived, facts):
+                    derived.update(t.value for t in targets if t.value not in params or t.value in seeds)
     return derived
+
+
+def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.BaseExpression]]:
+    """A loop's target names, each with what it iterates: `for t in x`, `for i, t in
+    enumerate(x)` and `for a, b in zip(x, y)` take their items from x (and y)."""
+    target, items = loop.target, loop.iter
+    if isinstance(target, cst.Name):
+        return [([target], items)]
+    call = items if isinstance(items, cst.Call) and isinstance(items.func, cst.Name) else None
+    if call is None or not isinstance(target, cst.Tuple):
+        return []
+    parts = [e.value for e in target.elements]
+    args = [a.value for a in syntax.positional(call)]
+    if call.func.value == "enumerate" and len(parts) == 2 and args:
+        return [([parts[1]], args[0])] if isinstance(parts[1], cst.Name) else []
+    if call.func.value == "zip" and len(parts) == len(args):
+        return [([part], arg) for part, arg in zip(parts, args) if isinstance(part, cst.Name)]
+    return []
 
 
 class FunctionValues:
@@ -306,23 +362,28 @@ class FunctionValues:
         return self._follow(found.name, path)
 
     def _follow(self, name: str, path) -> tuple[bool, bool]:
-        """Follow a local name from the statement that binds it to its later uses."""
-        binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign)))
-        tracked = {name}
+        """Follow a local name from the statement that binds it to its later uses.
+
+        Flow-light: code in a branch exclusive with the binding's (the other arm of its `if`)
+        neither uses the value nor ends it."""
+        binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.Expr)))
+        tracked = set(_bound_names(binding)) or {name}
+        arms = _branch_arms(path)
         started = False
         used_before_move = meets = False
         move_assigns = set()
-        rebinds: dict = {}  # statement -> tracked name it binds to the value
+        rebinds: dict = {}  # statement -> tracked names it binds to the value
         for node, node_path in syntax.walk_with_paths(self.node, []):
             if node is binding:
                 started = True
                 continue
-            if not started or binding in node_path or not isinstance(node, cst.Name) or node.value not in tracked:
+            if not started or not isinstance(node, cst.Name) or node.value not in tracked or binding in node_path:
                 continue
-            parent = node_path[-2]
-            if _is_store(node, parent):
-                assign = node_path[-3] if isinstance(parent, cst.AssignTarget) else parent
-                if rebinds.get(assign) == node.value:
+            if arms and _in_other_arm(node_path, arms):
+                continue
+            assign = _storing_statement(node_path)
+            if assign is not None:
+                if node.value in rebinds.get(assign, ()):
                     continue
                 if assign in move_assigns:  # `t = t.to(...)`: moved before any later use
                     break
@@ -339,16 +400,47 @@ class FunctionValues:
                 used_before_move = True
                 meets = meets or self.meets_derived(found.met)
             elif found.kind == ASSIGNED and found.name:
-                tracked.add(found.name)
-                rebinds[found.at] = found.name
+                bound = set(_bound_names(found.at)) or {found.name}
+                tracked |= bound
+                rebinds[found.at] = bound
         return used_before_move, meets
 
 
-def _is_store(node: cst.Name, parent: cst.CSTNode) -> bool:
+def _bound_names(statement: cst.CSTNode) -> list[str]:
+    """The local names an assignment binds to its whole value: one name, or the names of a
+    tuple target unpacking one value (not a tuple literal, whose parts go to one name each)."""
+    if isinstance(statement, cst.Assign):
+        targets = [t.target for t in statement.targets]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+            return [targets[0].value]
+        return [] if isinstance(statement.value, (cst.Tuple, cst.List)) else _unpacked_names(targets)
+    if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name):
+        return [statement.target.value]
+    return []
+
+
+def _branch_arms(path: Sequence[cst.CSTNode]) -> dict:
+    """For each `if` around a node: the arm (body or else) the node is in."""
+    return {id(node): path[k + 1] for k, node in enumerate(path[:-1]) if isinstance(node, cst.If)}
+
+
+def _in_other_arm(path: Sequence[cst.CSTNode], arms: dict) -> bool:
+    """Whether a node lies in an arm of an `if` that excludes the arm in `arms`."""
+    return any(
+        isinstance(node, cst.If) and arms.get(id(node), path[k + 1]) is not path[k + 1]
+        for k, node in enumerate(path[:-1])
+    )
+
+
+def _storing_statement(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The statement that stores into the name path[-1] (`a = ...`, `a, b = ...`, `for a in
+    ...`, `del a`), or None when the name is read."""
+    j = len(path) - 1
+    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        j -= 1
+    parent, target = path[j - 1], path[j]
     if isinstance(parent, cst.AssignTarget):
-        return parent.target is node
-    if isinstance(parent, cst.AnnAssign):
-        return parent.target is node
-    if isinstance(parent, (cst.For, cst.CompFor)):
-        return parent.target is node
-    return isinstance(parent, cst.Del)
+        return path[j - 2] if parent.target is target else None
+    if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor)):
+        return parent if parent.target is target else None
+    return parent if isinstance(parent, cst.Del) else None
