@@ -67,6 +67,23 @@ class LoadWithoutMapLocation(Rule):
         return loaded_into_load_state_dict(use_path, copies=True)
 
 
+    def _saved_here(self, load: cst.Call) -> bool:
+        """Whether the same function (or the module's top level) also saves to the path it loads
+        (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`): the file was
+        written on this machine by this code, so its tensors come back where they were."""
+        args = syntax.positional(load)
+        path = args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
+        if path is None:
+            return False
+        path = _unwrap_path(path)
+        scope = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
+        for node in syntax.walk_expressions(scope):
+            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
+                if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
+                    return True
+        return False
+
+
 def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode]]:
     """The path from scope down to the one mention of target's name in it besides target
     itself (nested functions, `global` and `nonlocal` included); None when there are more, or none."""
@@ -93,29 +110,13 @@ def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode
         use_path.append(parents[id(use_path[-1])])
     return use_path[::-1]
 
+
 def _climb_subscripts(path) -> int:
     """The index in path of the outermost subscript of path[-1] (`torch.load(p)["model"]`)."""
     i = len(path) - 1
     while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
         i -= 1
     return i
-
-
-    def _saved_here(self, load: cst.Call) -> bool:
-        """Whether the same function (or the module's top level) also saves to the path it loads
-        (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`): the file was
-        written on this machine by this code, so its tensors come back where they were."""
-        args = syntax.positional(load)
-        path = args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
-        if path is None:
-            return False
-        path = _unwrap_path(path)
-        scope = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
-        for node in syntax.walk_expressions(scope):
-            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
-                if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
-                    return True
-        return False
 
 
 def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
