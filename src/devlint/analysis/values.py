@@ -276,7 +276,7 @@ def is_python_scalar(expr: cst.BaseExpression, facts, scalar_names: Callable[[],
     if syntax.is_number_literal(expr):
         return True
     if isinstance(expr, cst.Name):
-        return expr.value in scalar_names()
+        return expr.value in scalar_names() or (facts.resolve(expr) or "").startswith("math.")
     if isinstance(expr, cst.UnaryOperation):
         return is_python_scalar(expr.expression, facts, scalar_names)
     if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
