@@ -76,6 +76,8 @@ def _message(call: cst.Call, source: str, param) -> str:
     device = f"device={param}.device" if param else "device="
     if source in LEGACY_DTYPES:
         advice = f"use `torch.tensor(..., dtype={LEGACY_DTYPES[source]}, {device}{'' if param else '...'})`"
+    elif syntax.keyword(call, "generator"):
+        advice = f"pass `{device}` with a generator on that device, or move the result"
     else:
         advice = f"pass `{device}`"
     return f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; {advice}"
