@@ -91,4 +91,6 @@ def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFa
 
 def _is_literal_default(default: cst.BaseExpression) -> bool:
     """`None`, a number, a bool or a string: never a tensor."""
-    return syntax.dotted_name(default) == "None" or syntax.is_number_literal(default) or isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+    if isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    return syntax.dotted_name(default) == "None" or syntax.is_number_literal(default)

@@ -320,10 +320,12 @@ def _is_shape(expr: cst.BaseExpression) -> bool:
 
 
 def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
-    """The local names of func bound only to Python scalars (`n = x.shape[0]`): every binding is
-    a plain assignment of a scalar expression; parameters, loop targets and unpacked names are not."""
-    values_of: dict[str, list] = {}
-    other = set(syntax.param_names(func.params))
+    """The local names of func bound only to Python scalars (`n = x.shape[0]`, `n: int` as a
+    parameter): every binding is a plain assignment of a scalar expression; other parameters,
+    loop targets and unpacked names are not."""
+    annotated = _scalar_annotated(func)
+    values_of: dict[str, list] = {name: [] for name in annotated}
+    other = set(syntax.param_names(func.params)) - annotated
     for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Assign):
             for target in node.targets:
@@ -344,3 +346,12 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
             if name not in other and all(v is not None and is_python_scalar(v, facts, lambda: known) for v in bound)
         )
     return known
+
+
+def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
+    """Parameters annotated `int`, `float` or `bool` (without a default of another kind)."""
+    return {
+        p.name.value for p in syntax.all_params(func.params)
+        if p.annotation is not None and syntax.dotted_name(p.annotation.annotation) in ("int", "float", "bool")
+        and (p.default is None or syntax.is_number_literal(p.default))
+    }
