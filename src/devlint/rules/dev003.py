@@ -1,5 +1,6 @@
 """DEV003 factory-without-device: a tensor factory without `device=` whose CPU tensor meets
-tensors on other devices. Doc: rules/DEV003.md; fixture: tests/fixtures/DEV003.py."""
+tensors on other devices. Doc: rules/DEV003.md; fixtures: tests/fixtures/DEV003.py, and
+tests/fixtures/dev003_spared.py for what it spares and where the fix is withheld."""
 from __future__ import annotations
 
 import libcst as cst
@@ -24,8 +25,10 @@ LEGACY_DTYPES = {
 
 class FactoryWithoutDevice(Rule):
     """A factory made without `device=` and not moved before use, anywhere in forward-time
-    code, or elsewhere where its value meets a tensor derived from a tensor parameter; the fix
-    adds `device=X.device` for the first tensor parameter X the function uses."""
+    code, or elsewhere where its value meets a tensor derived from a tensor parameter. Spared:
+    0-dim tensors of Python scalars, `copy_` sources and index-only values (dev003_values).
+    The fix adds `device=X.device` for the first parameter X known to be a tensor that the
+    function uses; none with `generator=` or on `from_numpy` and the legacy constructors."""
 
     code = "DEV003"
     name = "factory-without-device"
