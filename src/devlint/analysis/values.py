@@ -339,13 +339,14 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
             other.update(n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name))
         elif isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
             other.add(node.name.value)
-    known: frozenset = frozenset()
-    for _ in range(2):  # a second pass takes names bound from names assigned later in the text
-        known = frozenset(
+
+    def scalars_given(known: frozenset) -> frozenset:
+        return frozenset(
             name for name, bound in values_of.items()
             if name not in other and all(v is not None and is_python_scalar(v, facts, lambda: known) for v in bound)
         )
-    return known
+
+    return scalars_given(scalars_given(frozenset()))  # the second pass takes names bound from other names
 
 
 def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
