@@ -15,7 +15,7 @@ class SchemaEncoder(nn.Module):
         self.att = nn.Linear(dim, 1)
 
     def forward(self, h, nei):
-        cols = torch.randperm(nei.shape[1])[: self.sample_rate]  # cuda: benign - used only as a CPU index into a cuda:0 tensor, which CUDA accepts
+        cols = torch.randperm(nei.shape[1])[: self.sample_rate]
         sele_nei = torch.cat([nei[:, :1], nei[:, cols]], dim=-1).cuda()  # cuda: confirmed - a hardcoded .cuda() request: raises Torch not compiled with CUDA enabled without CUDA
         emb = h[sele_nei]
         weights = self.att(emb).softmax(1)

@@ -75,16 +75,22 @@ _DERIVED = values.Value(values.TENSOR, values.PARAMETERS)
 def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> Optional[str]:
     """The tensor parameter the function body mentions first, for `device=X.device`.
 
-    `params` are the function's tensor parameters (every parameter of `forward`). Those with
-    evidence of being tensors (annotation, tensor-only members) come before the rest of
-    `forward`'s; one that may be None (default None) or is rebound to another value is never used.
+    Only a parameter known to be a tensor (annotation, tensor-only members) qualifies: being a
+    parameter of `forward` is not enough (`inv_temperature=100.`). One that may be None
+    (default None), has a literal default, or is rebound to another value is never used.
     """
     declared = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
-    usable = {p.name.value for p in declared if p.default is None or syntax.dotted_name(p.default) != "None"}
+    usable = {p.name.value for p in declared if p.default is None or not _is_literal_default(p.default)}
     usable &= stable_parameters(func, params, facts)
-    evidence = [n for n in tensor_parameters(func, facts) if n in usable]
-    for group in (evidence, [n for n in params if n in usable]):
-        for node in syntax.walk_expressions(func.body):
-            if isinstance(node, cst.Name) and node.value in group:
-                return node.value
+    known = {n for n in tensor_parameters(func, facts) if n in usable}
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Name) and node.value in known:
+            return node.value
     return None
+
+
+def _is_literal_default(default: cst.BaseExpression) -> bool:
+    """`None`, a number, a bool or a string: never a tensor."""
+    if isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    return syntax.dotted_name(default) == "None" or syntax.is_number_literal(default)

@@ -281,3 +281,104 @@ _EXPRESSIONS: dict[type, Callable[[ValueModel, cst.BaseExpression], Value]] = {
     cst.DictComp: ValueModel._comprehension,
     cst.Call: ValueModel._call,
 }
+
+
+# --- Python scalars ----------------------------------------------------------------------------
+# Builtins whose result is a Python number whatever they are given (`int(t)` reads a 0-dim tensor).
+_SCALAR_BUILTINS = frozenset({"len", "int", "float", "bool"})
+# Builtins whose result is a Python number when their arguments are (`abs(t)` is a tensor).
+_SCALAR_PRESERVING_BUILTINS = frozenset({"round", "abs", "min", "max"})
+# Tensor methods and attributes that give a Python number.
+_SCALAR_METHODS = frozenset({"item", "numel", "dim", "ndimension", "element_size"})
+_SCALAR_ATTRIBUTES = frozenset({"ndim"})
+_TORCH_CONSTANTS = frozenset({"torch.pi", "torch.e", "torch.inf", "torch.nan"})
+
+
+def is_python_scalar(expr: cst.BaseExpression, facts, scalar_names: Callable[[], frozenset] = frozenset) -> bool:
+    """Whether expr is known to be a Python number or bool (so `torch.tensor(expr)` is a 0-dim
+    tensor): literals, arithmetic and comparisons over scalars, `math.*`, `torch.pi`-style
+    constants, `len/int/float(...)`, `x.shape[i]`, `x.size(i)`, `x.item()`, `x.ndim`, and the
+    local names in `scalar_names()` (asked only when a name is met)."""
+    if syntax.is_number_literal(expr):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in scalar_names() or (facts.resolve(expr) or "").startswith("math.")
+    if isinstance(expr, cst.UnaryOperation):
+        return is_python_scalar(expr.expression, facts, scalar_names)
+    if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+        return is_python_scalar(expr.left, facts, scalar_names) and is_python_scalar(expr.right, facts, scalar_names)
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(t.comparator for t in expr.comparisons)]
+        return all(is_python_scalar(o, facts, scalar_names) for o in operands)
+    if isinstance(expr, cst.IfExp):
+        return is_python_scalar(expr.body, facts, scalar_names) and is_python_scalar(expr.orelse, facts, scalar_names)
+    if isinstance(expr, cst.Attribute):
+        qualified = facts.resolve(expr) or ""
+        return qualified.startswith("math.") or qualified in _TORCH_CONSTANTS or expr.attr.value in _SCALAR_ATTRIBUTES
+    if isinstance(expr, cst.Subscript):  # `x.shape[0]`, `x.size()[-1]`
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and _is_shape(expr.value)
+    if isinstance(expr, cst.Call):
+        return _is_scalar_call(expr, facts, scalar_names)
+    return False
+
+
+def _is_scalar_call(call: cst.Call, facts, scalar_names) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name) and facts.resolve(func) is None:
+        if func.value in _SCALAR_BUILTINS:
+            return True
+        return func.value in _SCALAR_PRESERVING_BUILTINS and bool(call.args) and all(
+            a.star == "" and is_python_scalar(a.value, facts, scalar_names) for a in call.args if a.keyword is None
+        )
+    if (facts.resolve(func) or "").startswith("math."):
+        return True
+    if isinstance(func, cst.Attribute) and facts.resolve(func) is None:
+        method = func.attr.value
+        return method in _SCALAR_METHODS or (method == "size" and len(syntax.positional(call)) == 1)
+    return False
+
+
+def _is_shape(expr: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.size()`."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "shape"
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args
+
+
+def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
+    """The local names of func bound only to Python scalars (`n = x.shape[0]`, `n: int` as a
+    parameter): every binding is a plain assignment of a scalar expression; other parameters,
+    loop targets and unpacked names are not."""
+    annotated = _scalar_annotated(func)
+    values_of: dict[str, list] = {name: [] for name in annotated}
+    other = set(syntax.param_names(func.params)) - annotated
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    values_of.setdefault(target.target.value, []).append(node.value)
+                else:
+                    other.update(n.value for n in syntax.walk(target.target) if isinstance(n, cst.Name))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
+            values_of.setdefault(node.target.value, []).append(node.value)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            other.update(n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name))
+        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
+            other.add(node.name.value)
+
+    def scalars_given(known: frozenset) -> frozenset:
+        return frozenset(
+            name for name, bound in values_of.items()
+            if name not in other and all(v is not None and is_python_scalar(v, facts, lambda: known) for v in bound)
+        )
+
+    return scalars_given(scalars_given(frozenset()))  # the second pass takes names bound from other names
+
+
+def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
+    """Parameters annotated `int`, `float` or `bool` (without a default of another kind)."""
+    return {
+        p.name.value for p in syntax.all_params(func.params)
+        if p.annotation is not None and syntax.dotted_name(p.annotation.annotation) in ("int", "float", "bool")
+        and (p.default is None or syntax.is_number_literal(p.default))
+    }

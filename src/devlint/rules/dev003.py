@@ -1,5 +1,6 @@
 """DEV003 factory-without-device: a tensor factory without `device=` whose CPU tensor meets
-tensors on other devices. Doc: rules/DEV003.md; fixture: tests/fixtures/DEV003.py."""
+tensors on other devices. Doc: rules/DEV003.md; fixtures: tests/fixtures/DEV003.py, and
+tests/fixtures/dev003_spared.py for what it spares and where the fix is withheld."""
 from __future__ import annotations
 
 import libcst as cst
@@ -12,12 +13,22 @@ from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}
+# The dtype each legacy constructor makes: they reject every device but the CPU, so the advice
+# is `torch.tensor(..., dtype=D, device=...)` instead.
+LEGACY_DTYPES = {
+    "torch.Tensor": "torch.float", "torch.FloatTensor": "torch.float", "torch.DoubleTensor": "torch.double",
+    "torch.HalfTensor": "torch.half", "torch.BFloat16Tensor": "torch.bfloat16", "torch.ByteTensor": "torch.uint8",
+    "torch.CharTensor": "torch.int8", "torch.ShortTensor": "torch.short", "torch.IntTensor": "torch.int",
+    "torch.LongTensor": "torch.long", "torch.BoolTensor": "torch.bool",
+}
 
 
 class FactoryWithoutDevice(Rule):
     """A factory made without `device=` and not moved before use, anywhere in forward-time
-    code, or elsewhere where its value meets a tensor derived from a tensor parameter; the fix
-    adds `device=X.device` for the first tensor parameter X the function uses."""
+    code, or elsewhere where its value meets a tensor derived from a tensor parameter. Spared:
+    0-dim tensors of Python scalars, `copy_` sources and index-only values (dev003_values).
+    The fix adds `device=X.device` for the first parameter X known to be a tensor that the
+    function uses; none with `generator=` or on `from_numpy` and the legacy constructors."""
 
     code = "DEV003"
     name = "factory-without-device"
@@ -38,9 +49,6 @@ class FactoryWithoutDevice(Rule):
             return
         if syntax.keyword(node, "device") or syntax.keyword(node, "out") or syntax.has_double_star(node):
             return
-        args = syntax.positional(node)
-        if source == "torch.tensor" and len(args) == 1 and syntax.is_number_literal(args[0].value):
-            return  # a 0-dim CPU scalar may mix with tensors on any device
         self._candidates[frame].append((node, source, list(self.ctx.ancestors)))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -62,15 +70,25 @@ class FactoryWithoutDevice(Rule):
                     continue
                 if param is ...:
                     param = function.first_used_param()
-                fix = None
-                if param is not None and source in PLACEABLE:
-                    replacement = edits.add_arg(call, edits.keyword_arg("device", edits.device_of(param)))
-                    fix = NodeFix(UNSAFE, f"Add `device={param}.device`", call, replacement)
-                hint = f"`device={param}.device`" if param else "`device=`"
-                self.report(
-                    call.func,
-                    f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; pass {hint}",
-                    fix,
-                )
+                self.report(call.func, _message(call, source, param), _fix(call, source, param))
 
         self.ctx[ForwardTime].when_known(frame, decide)
+
+
+def _message(call: cst.Call, source: str, param) -> str:
+    device = f"device={param}.device" if param else "device="
+    if source in LEGACY_DTYPES:
+        advice = f"use `torch.tensor(..., dtype={LEGACY_DTYPES[source]}, {device}{'' if param else '...'})`"
+    elif syntax.keyword(call, "generator"):
+        advice = f"pass `{device}` with a generator on that device, or move the result"
+    else:
+        advice = f"pass `{device}`"
+    return f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; {advice}"
+
+
+def _fix(call: cst.Call, source: str, param) -> NodeFix | None:
+    # A CPU `generator=` fixes the device: `device=` would raise "Expected a 'cuda' device type for generator".
+    if param is None or source not in PLACEABLE or syntax.keyword(call, "generator"):
+        return None
+    replacement = edits.add_arg(call, edits.keyword_arg("device", edits.device_of(param)))
+    return NodeFix(UNSAFE, f"Add `device={param}.device`", call, replacement)

@@ -16,7 +16,8 @@ from devlint.analysis.parameters import assigned_names, first_used_param, is_der
 from devlint.facts import FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
-
+# Used as an index into a tensor: CUDA moves CPU indices to the indexed tensor's device.
+INDEX = "index"
 
 
 @dataclass
@@ -111,18 +112,16 @@ def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
 def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
     if parent.value is not walk.cur:
         return walk.use()
-    walk.met.extend(e for e in _index_expressions(parent) if walk.is_tensor(e))
+    device_indices = [e for e in _index_expressions(parent) if walk.is_tensor(e)]
+    if device_indices:  # a CPU tensor indexed with device indices raises
+        return walk.use(*device_indices)
     walk.i -= 1
     return None
 
 
 def _index(walk: _Walk, parent) -> Fate:
-    """Used as an index: it meets the indexed value."""
-    j = walk.i - 1
-    while j > 0 and not isinstance(walk.path[j], cst.Subscript):
-        j -= 1
-    subscript = walk.path[j]
-    return walk.use(subscript.value) if isinstance(subscript, cst.Subscript) else walk.use()
+    """Used as an index: not a use (the indexed tensor's device takes CPU indices)."""
+    return Fate(INDEX, walk.met)
 
 
 def _unary(walk: _Walk, parent: cst.UnaryOperation) -> None:
@@ -177,6 +176,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         return None
+    if isinstance(func, cst.Attribute) and func.attr.value == "copy_" and call.args[0] is parent:
+        return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
         return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
@@ -325,6 +326,7 @@ class FunctionValues:
         self.host_tables: frozenset = frozenset()  # local names bound to device-less factories
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
+        self._scalar_names: Optional[frozenset] = None
 
     @property
     def params(self) -> list[str]:
@@ -338,6 +340,11 @@ class FunctionValues:
             self._derived = derived_names(self.node, self.params, self.facts)
         return self._derived
 
+    def scalar_names(self) -> frozenset:
+        if self._scalar_names is None:
+            self._scalar_names = values.scalar_names(self.node, self.facts)
+        return self._scalar_names
+
     def first_used_param(self) -> Optional[str]:
         return first_used_param(self.node, self.params, self.facts)
 
@@ -350,10 +357,12 @@ class FunctionValues:
 
     def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
         """(flag if this runs at forward time, flag otherwise)."""
-        if source in (names.AS_TENSOR, "torch.tensor"):  # tensor data keeps its device
-            data = syntax.positional(call)[:1]
+        if source in (names.AS_TENSOR, "torch.tensor"):
+            data = syntax.positional(call)
             if data and is_derived(data[0].value, self.derived, self.facts):
-                return False, False
+                return False, False  # tensor data keeps its device
+            if len(data) == 1 and values.is_python_scalar(data[0].value, self.facts, self.scalar_names):
+                return False, False  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables)
         if found.kind == USE:
             return True, self.meets_derived(found.met)

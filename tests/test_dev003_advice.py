@@ -1,0 +1,68 @@
+"""DEV003's message and fix where `device=X.device` would be wrong: legacy constructors,
+`generator=`, and no parameter known to be a tensor."""
+import textwrap
+
+from helpers import lint
+
+
+def findings(source: str) -> list:
+    return lint(textwrap.dedent(source), select=("DEV003",))
+
+
+def test_legacy_constructor_gets_torch_tensor_advice_and_no_fix():
+    [found] = findings("""
+        import torch
+        from torch import Tensor
+
+        def scale(x: Tensor):
+            return x * torch.ByteTensor([1, 2])
+    """)
+    assert found.fix is None
+    assert found.message.endswith("use `torch.tensor(..., dtype=torch.uint8, device=x.device)`")
+
+
+def test_legacy_constructor_without_a_tensor_parameter_names_no_parameter():
+    [found] = findings("""
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x * torch.LongTensor([1, 2])
+    """)
+    assert found.fix is None
+    assert found.message.endswith("use `torch.tensor(..., dtype=torch.long, device=...)`")
+
+
+def test_generator_gets_no_fix():
+    [found] = findings("""
+        import torch
+        from torch import Tensor
+
+        def noisy(x: Tensor, g):
+            return x + torch.randn(x.shape, generator=g)
+    """)
+    assert found.fix is None
+    assert "`device=x.device` with a generator on that device" in found.message
+
+
+def test_a_forward_parameter_with_a_number_default_is_never_the_device():
+    [found] = findings("""
+        import torch
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def forward(self, x, inv_temperature=100.):
+                return inv_temperature * torch.ones(3) * x.softmax(-1)
+    """)
+    assert found.fix is not None and "device=x.device" in found.fix.message
+    [found] = findings("""
+        import torch
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def forward(self, inv_temperature=100.):
+                return torch.ones(3) * inv_temperature
+    """)
+    assert found.fix is None
+    assert found.message.endswith("pass `device=`")
