@@ -357,10 +357,10 @@ class FunctionValues:
 
     def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
         """(flag if this runs at forward time, flag otherwise)."""
-        if source in (names.AS_TENSOR, "torch.tensor"):
+        if source in (names.AS_TENSOR, "torch.tensor", "torch.Tensor"):
             data = syntax.positional(call)
             if data and is_derived(data[0].value, self.derived, self.facts):
-                return False, False  # tensor data keeps its device
+                return False, False  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
             if len(data) == 1 and values.is_python_scalar(data[0].value, self.facts, self.scalar_names):
                 return False, False  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables)
