@@ -112,8 +112,9 @@ def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
 def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
     if parent.value is not walk.cur:
         return walk.use()
+    stored = isinstance(walk.grand, cst.AssignTarget) and walk.grand.target is parent
     device_indices = [e for e in _index_expressions(parent) if walk.is_tensor(e)]
-    if device_indices:  # a CPU tensor indexed with device indices raises
+    if device_indices and not stored:  # reading a CPU tensor at device indices raises; `t[i] = v` does not
         return walk.use(*device_indices)
     walk.i -= 1
     return None
