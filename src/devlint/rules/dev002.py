@@ -27,7 +27,7 @@ class LoadWithoutMapLocation(Rule):
             return
         if len(syntax.positional(node)) > slot:
             return
-        if self._saved_here(node):
+        if self._saved_here(node) or self._in_temporary_folder(node):
             return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
         # them to the CPU changes nothing else. Elsewhere they used to land on the GPU.
@@ -67,12 +67,18 @@ class LoadWithoutMapLocation(Rule):
         return loaded_into_load_state_dict(use_path, copies=True)
 
 
+    def _in_temporary_folder(self, load: cst.Call) -> bool:
+        """Whether the loaded path lies in a folder this run made (`tmp_path / "model.pt"`): the
+        file in it was written on this machine, so its tensors come back where they were."""
+        path = _path_argument(load)
+        frame = self.ctx.function
+        return path is not None and frame is not None and _mentions(path, _temporary_folders(frame.node))
+
     def _saved_here(self, load: cst.Call) -> bool:
         """Whether the same function (or the module's top level) also saves to the path it loads
         (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`): the file was
         written on this machine by this code, so its tensors come back where they were."""
-        args = syntax.positional(load)
-        path = args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
+        path = _path_argument(load)
         if path is None:
             return False
         path = _unwrap_path(path)
@@ -117,6 +123,36 @@ def _climb_subscripts(path) -> int:
     while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
         i -= 1
     return i
+
+
+TEMPORARY_FOLDER_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+
+
+def _path_argument(load: cst.Call) -> Optional[cst.BaseExpression]:
+    args = syntax.positional(load)
+    return args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
+
+
+def _mentions(expr: cst.BaseExpression, names_: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names_ for n in syntax.walk_expressions(expr))
+
+
+def _temporary_folders(function: cst.FunctionDef) -> set[str]:
+    """Names in function that hold a folder this run made: pytest's `tmp_path`-style fixtures,
+    `tempfile.mkdtemp()` / `TemporaryDirectory()` results, and paths built from them."""
+    folders = {name for name in syntax.param_names(function.params) if name in TEMPORARY_FOLDER_FIXTURES}
+    bindings = []
+    for node in syntax.walk_expressions(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            bindings.append((node.targets[0].target.value, node.value))
+        elif isinstance(node, cst.WithItem) and node.asname is not None and isinstance(node.asname.name, cst.Name):
+            bindings.append((node.asname.name.value, node.item))
+    for _ in range(2):  # a second pass for names built from names bound later in the text
+        for name, value in bindings:
+            made_here = isinstance(value, cst.Call) and syntax.last_name(value.func) in ("mkdtemp", "TemporaryDirectory")
+            if made_here or _mentions(value, folders):
+                folders.add(name)
+    return folders
 
 
 def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
