@@ -94,8 +94,9 @@ def _asks_for_cuda(arg: cst.Arg) -> bool:
     `0`, `False` or `None`."""
     if arg.keyword is None or not ("cuda" in arg.keyword.value.lower() or "gpu" in arg.keyword.value.lower()):
         return False
+    # not `evaluated_value`: it calls `ast.literal_eval`, whose closures are a reference cycle
     return syntax.dotted_name(arg.value) not in ("False", "None") and not (
-        isinstance(arg.value, cst.Integer) and arg.value.evaluated_value == 0)
+        isinstance(arg.value, cst.Integer) and int(arg.value.value, 0) == 0)
 
 
 def is_marked_case(call: cst.Call) -> bool:
