@@ -102,3 +102,14 @@ def test_a_chunk_libcst_cannot_print_back_alone_is_parsed_with_the_next():
     module = parser._parse(source)
     assert module is not None and module.code == source and module.deep_equals(cst.parse_module(source))
     assert "if T:\n    import x\n\n  # c\n" in parser._chunks and parser._chunks["if T:\n    import x\n\n  # c\n"] is None
+
+
+def test_the_same_statement_twice_gets_nodes_of_its_own():
+    # one finding per node: a chunk's tree shared by two places would hide the second finding
+    source = "import torch\nx = torch.load(p)\ny = 1\nx = torch.load(p)\n"
+    settings = Settings(root=Path("."), layers=[Selection(select=["DEV"])])
+    parser = ChunkParser()
+    module = parser.parse(source)
+    assert module.body[1] is not module.body[3]
+    findings = Linter(settings, Path("m.py"), parse=parser.parse).check(source)
+    assert [(f.code, f.row) for f in findings] == [("DEV002", 2), ("DEV002", 4)]

@@ -105,6 +105,9 @@ class ChunkParser:
                           has_trailing_newline=chunks[-1].trailing_newline)
 
     def _chunk(self, text: str, kept: dict) -> Optional[_Chunk]:
+        if text in kept:  # the same text twice in one buffer: each place needs nodes of its own
+            self.parsed += 1
+            return _parse_chunk(text)
         if text in self._chunks:
             chunk = self._chunks[text]
             self.reused += 1
