@@ -82,8 +82,11 @@ class LoadWithoutMapLocation(Rule):
         if path is None:
             return False
         path = _unwrap_path(path)
-        scope = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
-        for node in syntax.walk_expressions(scope):
+        frame = self.ctx.function
+        # in a function, its nested functions too (a handler that saves); at the top level, not
+        # the functions, whose names are their own
+        nodes = syntax.walk(frame.node) if frame is not None else syntax.walk_expressions(self.ctx.ancestors[0])
+        for node in nodes:
             if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
                 if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
                     return True
