@@ -36,6 +36,7 @@ class ScopeScan:
     modules: set = field(default_factory=set)  # placed names known to be modules (moved in place, loaded)
     losses: set = field(default_factory=set)  # names bound to an `nn.*Loss` instance
     cpu_devices: set = field(default_factory=set)  # names bound to a CPU device
+    called: set = field(default_factory=set)  # names the scope calls as functions
 
     def __post_init__(self) -> None:
         self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories)
@@ -164,6 +165,8 @@ class ScopeScan:
         if isinstance(scope, cst.FunctionDef):
             for param in syntax.all_params(scope.params):
                 self.first_binding.setdefault(param.name.value, -1)
+        # names the scope calls (`model(x)`): a tensor is not callable, so one moved is a module
+        self.called = {node.func.value for kind, node in events if kind == "call" and isinstance(node.func, cst.Name)}
         for position, (kind, node) in enumerate(events):
             self.order[node] = position
             if kind == "call":
@@ -278,7 +281,7 @@ class ScopeScan:
         qualified = (self.facts.resolve(call.func) or "") if call is not None else ""
         if placement is not None:
             self.placed[name] = placement
-            if _module_placement(value, self.modules):
+            if _module_placement(value, self.modules) or name in self.called:
                 self.modules.add(name)
         elif call is not None and qualified in names.LOADERS and not (
             syntax.keyword(call, "map_location") or len(syntax.positional(call)) > names.LOADERS[qualified]
