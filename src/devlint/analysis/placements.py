@@ -336,20 +336,12 @@ class CpuValue:
 
 
 def _is_scalar_factory(call: cst.Call, facts) -> bool:
-    """`torch.tensor(2.0)`, `torch.tensor(True)`, `torch.tensor(len(x))`: a 0-dim CPU scalar."""
+    """`torch.tensor(2.0)`, `torch.tensor(len(x))`, `torch.tensor(x.shape[0] / 2)`: a 0-dim CPU
+    scalar (the same test as DEV003's)."""
     if facts.resolve(call.func) not in ("torch.tensor", "torch.as_tensor"):
         return False
     args = syntax.positional(call)
-    if len(args) != 1:
-        return False
-    value = args[0].value
-    if syntax.is_number_literal(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
-        return True
-    if isinstance(value, cst.Call):
-        if isinstance(value.func, cst.Name) and value.func.value in ("len", "int", "float", "round", "bool"):
-            return True
-        return isinstance(value.func, cst.Attribute) and value.func.attr.value == "item"
-    return False
+    return len(args) == 1 and values.is_python_scalar(args[0].value, facts)
 
 
 def _module_placement(value: cst.BaseExpression, modules: set) -> bool:
