@@ -261,7 +261,8 @@ class DevlintServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
         self.cells_published[uri] = now
 
-    def clear_notebook(self, uri: str) -> None:
+    def forget(self, uri: str) -> None:
+        """Drop what is kept for a closed document: its pending check, last result and parser."""
         pending = self.pending.pop(uri, None)
         if pending is not None:
             pending.cancel()
@@ -270,6 +271,9 @@ class DevlintServer(LanguageServer):
             self.checker.submit(self.parsers.pop, uri, None)  # the worker's: dropped on its thread
         except RuntimeError:  # shut down already
             pass
+
+    def clear_notebook(self, uri: str) -> None:
+        self.forget(uri)
         for cell_uri in sorted(self.cells_published.pop(uri, set())):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
@@ -566,14 +570,7 @@ def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        pending = ls.pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
-        ls.results.pop(uri, None)
-        try:
-            ls.checker.submit(ls.parsers.pop, uri, None)  # the worker's: dropped on its thread
-        except RuntimeError:  # shut down already
-            pass
+        ls.forget(uri)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
