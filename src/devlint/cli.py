@@ -91,7 +91,9 @@ def _add_rule_options(p) -> None:
 
 
 def _add_explain_options(p) -> None:
-    p.add_argument("error", nargs="?", help="the error text, a file holding it, or - (default) for standard input")
+    p.add_argument("error", nargs="?", help="the error text, a file holding it, or - (default) for standard input; an "
+                   "argument without spaces that holds a / or ends in an extension (err.txt, logs/run.log) names a file, "
+                   "and one that is not there is an error")
     _add_output_format(p, ("text", "json"))
     _add_target_torch(p)
     _add_config_options(p)
@@ -556,16 +558,28 @@ def _confirm_files(work, confirm_findings, decode, jobs: int) -> dict:
 def run_explain(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError
-    from devlint.explain import explain, read_input
+    from devlint.explain import InputError, explain, read_input
     from devlint.rules import BY_CODE
 
     cwd = Path.cwd()
+    if args.config is not None and not args.config.is_file():
+        print(f"devlint explain: error: --config {args.config}: no such file", file=sys.stderr)
+        return EXIT_ERROR
+    if args.error in (None, "-") and sys.stdin.isatty():
+        end = "Ctrl-Z, then Enter" if os.name == "nt" else "Ctrl-D"
+        print(f"devlint explain: reading the error from standard input (paste it, press Enter, then {end})", file=sys.stderr)
     try:
-        settings = _settings(args, cwd, cwd)
-    except ConfigError as exc:
+        text = read_input(args.error, sys.stdin)
+    except InputError as exc:
         print(f"devlint explain: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    result = explain(read_input(args.error, sys.stdin), settings, cwd)
+    try:
+        settings = _settings(args, cwd, cwd)
+    except ConfigError as exc:  # it only limits which findings match: explain the error all the same
+        print("devlint explain: warning: the configuration could not be read, so findings are matched with the "
+              f"default settings (every rule, no per-file-ignores): {exc}", file=sys.stderr)
+        settings = _settings(argparse.Namespace(**{**vars(args), "isolated": True}), cwd, cwd)
+    result = explain(text, settings, cwd)
     if args.output_format == "json":
         findings = []
         for report, finding, place in result.findings:
@@ -574,7 +588,8 @@ def run_explain(args: argparse.Namespace) -> int:
             findings.append({**record, "place": place})
         print(json.dumps({
             "kinds": [{"id": k.id, "title": k.title, "causes": list(k.causes), "rules": list(k.rules)} for k in result.kinds],
-            "frames": [{"filename": str(p), "row": line} for p, line in result.frames],
+            "frames": [{"filename": f.filename, "row": f.row, "function": f.function, "status": f.status,
+                        "local_file": f.shown} for f in result.frames],
             "findings": findings,
         }, indent=2))
         return EXIT_CLEAN if result.kinds or result.findings else EXIT_FINDINGS
@@ -587,12 +602,22 @@ def run_explain(args: argparse.Namespace) -> int:
             print(f"  - {cause}")
         print("  rules: " + (", ".join(f"{code} {BY_CODE[code].name}" for code in kind.rules)
                              or "none (the cause is not in code devlint checks)"))
+    if result.frames:
+        print("\nTraceback frames, innermost first:")
+        for f in result.frames:
+            if not f.library:
+                print(f"  {f.filename}:{f.row}{f' in {f.function}' if f.function else ''} -> {f.shown or 'not found here'}")
+        library = sum(f.library for f in result.frames)
+        if library:
+            print(f"  {'and ' * (library < len(result.frames))}{output.plural(library, 'frame')} in installed packages "
+                  "or the standard library, not looked for")
     if result.findings:
         print("\nThe line to change, most likely first:")
         for report, finding, place in result.findings:
             print(f"{report.display}:{finding.row}:{finding.column}: {finding.code} {finding.message}  ({place})")
-    elif result.frames:
-        print("\nNo finding in the files of the traceback: " + ", ".join(sorted({str(p.name) for p, _ in result.frames})))
+    elif any(f.local for f in result.frames):
+        print("\nNo finding that could cause it in the files of the traceback: "
+              + ", ".join(sorted({f.shown for f in result.frames if f.shown})))
     return EXIT_CLEAN if result.kinds or result.findings else EXIT_FINDINGS
 
 
