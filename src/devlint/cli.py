@@ -66,7 +66,14 @@ def _add_check_options(p) -> None:
     p.add_argument("--diff", action="store_true", help="print the diff --fix would apply and write nothing (exit 1 when a diff is pending)")
     _add_output_format(p, ("text", "json", "json-lines", "sarif", "github"))
     p.add_argument("-o", "--output-file", type=Path, metavar="FILE", help="write the report to FILE instead of standard output")
-    p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
+    p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding "
+                   "(text, json or json-lines)")
+    p.add_argument("--show-fixes", action="store_true",
+                   help="list the fixes per file and rule: what --fix fixed, --diff would fix, or --fix would fix")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the text report: auto (default) on a terminal; FORCE_COLOR or NO_COLOR set decide under auto")
+    p.add_argument("-q", "--quiet", action="store_true", help="print the findings only, no summary lines")
+    p.add_argument("-s", "--silent", action="store_true", help="print nothing; the exit status still tells")
     p.add_argument("--add-noqa", action="store_true", help="write `# noqa: CODE` on every finding's line")
     p.add_argument("--stdin-filename", metavar="PATH", help="the path of the code read from standard input (for settings and messages)")
     p.add_argument("--force-exclude", action="store_true", help="apply the configured excludes to paths given on the command line too")
@@ -107,8 +114,10 @@ def _add_confirm_options(p) -> None:
     p.add_argument("--device", choices=("auto", "cuda", "stand-in"), default="auto",
                    help="cuda: a real GPU; stand-in: no GPU needed (default when none is there)")
     p.add_argument("--mode", choices=("train", "eval", "both"), default="both")
-    p.add_argument("--init-kwargs", metavar="JSON", help='constructor arguments for the named class, e.g. \'{"dim": 64}\'')
-    p.add_argument("--input-shape", action="append", default=[], metavar="N,N,...", help="one per positional input of forward")
+    p.add_argument("--init-kwargs", type=_json_object, metavar="JSON",
+                   help='constructor arguments for the named class, e.g. \'{"dim": 64}\'')
+    p.add_argument("--input-shape", type=_shape, action="append", default=[], metavar="N,N,...",
+                   help="one per positional input of forward")
     p.add_argument("--input-dtype", default="float32", metavar="DTYPE", help="dtype of the inputs (int64 for token ids)")
     p.add_argument("--checkpoint", type=Path, metavar="FILE", help="the checkpoint a DEV002 finding loads")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="per file (default 120)")
@@ -121,6 +130,26 @@ def _add_confirm_options(p) -> None:
     _add_output_format(p, ("text", "json"))
     _add_target_torch(p)
     _add_config_options(p)
+
+
+def _json_object(value: str) -> dict:
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {value!r}") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"dim\": 64}}', not {value!r}")
+    return parsed
+
+
+def _shape(value: str) -> list[int]:
+    try:
+        shape = [int(n) for n in value.split(",")]
+    except ValueError:
+        shape = [-1]
+    if any(n < 0 for n in shape):
+        raise argparse.ArgumentTypeError(f"expected sizes separated by commas, such as 2,16, not {value!r}")
+    return shape
 
 
 def _add_server_options(p) -> None:
@@ -174,7 +203,20 @@ def _print_help() -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return status
+    except BrokenPipeError:
+        # The reader stopped early (`devlint check . | head -1`): stop quietly, as ruff does, but
+        # exit 1, as Python's documentation does (ruff exits 0): the report was cut short, and a
+        # `set -o pipefail` gate must not pass on it. Standard output goes to /dev/null so that
+        # the interpreter's last flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] in (["-h"], ["--help"]):
         _print_help()
         return EXIT_CLEAN
@@ -195,6 +237,10 @@ def run_check(args: argparse.Namespace) -> int:
     from devlint.config import ConfigError
     from devlint.runner import FileReport, add_noqa_to_file, check_data, check_files, discover
 
+    if args.statistics and args.output_format not in output.STATISTICS_FORMATS:
+        print(f"devlint: error: --statistics has no {args.output_format} form: use --output-format "
+              f"{', '.join(output.STATISTICS_FORMATS)}", file=sys.stderr)
+        return EXIT_ERROR
     cwd = Path.cwd()
     paths = args.paths or [Path(".")]
     from_stdin = paths == [Path("-")]
@@ -232,7 +278,8 @@ def run_check(args: argparse.Namespace) -> int:
             if problem:
                 problems += 1
                 print(f"{_display(path, cwd)}: error: {problem}", file=sys.stderr)
-        print(f"Added {added} noqa directive{'s' * (added != 1)}.", file=sys.stderr)
+        if not (args.quiet or args.silent):
+            print(f"Added {added} noqa directive{'s' * (added != 1)}.", file=sys.stderr)
         return EXIT_ERROR if problems else EXIT_CLEAN
 
     reports: list[FileReport] = []
@@ -273,7 +320,7 @@ def run_check(args: argparse.Namespace) -> int:
             items, settings, mode, jobs=args.jobs or os.cpu_count() or 1, cache_dir=cache_dir,
             progress=_progress_bar(sys.stderr) if show_progress else None, baseline=baseline,
         )
-        if not items and not missing:
+        if not items and not missing and not (args.quiet or args.silent):
             print("warning: No Python files found under the given path(s)", file=sys.stderr)
 
     reports.sort(key=lambda r: r.display)
@@ -285,26 +332,42 @@ def run_check(args: argparse.Namespace) -> int:
         apply(baseline, reports, settings, stdin_text)
     baselined = sum(r.baselined for r in reports)
     findings, errors = output.count(reports)
+    summary = not args.quiet
+    err_style = output.Style(output.use_color(args.color, sys.stderr))
     if args.diff:
-        output.write_diff(reports, sys.stdout, sys.stderr, baselined=baselined)
+        if not args.silent:
+            output.write_diff(reports, sys.stdout, sys.stderr, baselined=baselined, show_fixes=args.show_fixes,
+                              summary=summary, style=err_style)
         pending = any(r.diff for r in reports)
-        return EXIT_ERROR if missing else (EXIT_FINDINGS if pending else EXIT_CLEAN)
+        # a file that could not be read or parsed has no diff to show: the answer is unknown
+        return EXIT_ERROR if missing or errors else (EXIT_FINDINGS if pending else EXIT_CLEAN)
     out = sys.stderr if (from_stdin and args.fix) else sys.stdout
     try:
         stream = open(args.output_file, "w", encoding="utf-8") if args.output_file else out
     except OSError as exc:
         print(f"devlint: error: cannot write {args.output_file}: {exc.strerror}", file=sys.stderr)
         return EXIT_ERROR
+    # a report file gets colour only when asked for by name, not from the environment
+    style = output.Style(args.color == "always" if args.output_file else output.use_color(args.color, stream))
     try:
-        if args.output_format == "text":
+        if args.silent:  # the exit status alone tells
+            pass
+        elif args.output_format == "text":
             output.write_text(reports, stream, sys.stderr, statistics=args.statistics, unsafe=unsafe, fixing=args.fix,
-                              baselined=baselined)
+                              baselined=baselined, show_fixes=args.show_fixes, summary=summary, style=style,
+                              err_style=err_style)
+        elif args.statistics:  # as in text: the counts on standard output, file errors on standard error
+            for report in reports:
+                if report.error:
+                    print(output.text_line(report, report.error, style=err_style), file=sys.stderr)
+            writer = {"json": output.write_statistics_json, "json-lines": output.write_statistics_json_lines}
+            writer[args.output_format](reports, stream, unsafe)
         else:
             writer = {"json": output.write_json, "json-lines": output.write_json_lines,
                       "sarif": output.write_sarif, "github": output.write_github}[args.output_format]
             writer(reports, stream)
-            if baselined:  # the report itself stays machine-readable
-                print(output.baselined_line(baselined), file=sys.stderr)
+        if baselined and summary and not args.silent and args.output_format != "text":
+            print(output.baselined_line(baselined), file=sys.stderr)  # the report itself stays machine-readable
     finally:
         if stream is not out:
             stream.close()
@@ -468,40 +531,66 @@ def _confirm_values(value) -> str:
     return value
 
 
+def _input_dtype(value, where: str) -> str:
+    from devlint.confirm import INPUT_DTYPES
+
+    if value not in INPUT_DTYPES:
+        raise ValueError(f"{where} must be one of {', '.join(INPUT_DTYPES)}, not {value!r}")
+    return value
+
+
 def run_confirm(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError
-    from devlint.confirm import STATUSES, Options, confirm_findings
-    from devlint.runner import FileReport, check_file, decode, discover
+    from devlint.confirm import STATUSES, Options, class_names, confirm_findings, cuda_missing, torch_missing
+    from devlint.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
     targets = [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in args.paths or ["."]]
+    if (args.init_kwargs is not None or args.input_shape) and not any(only for _, only in targets):
+        given = "--init-kwargs" if args.init_kwargs is not None else "--input-shape"
+        print(f"devlint confirm: error: {given} is for one class: name it as FILE.py::ClassName", file=sys.stderr)
+        return EXIT_ERROR
     try:
         settings = _settings(args, targets[0][0], cwd)
         table = settings.confirm
         options = Options(
-            device=args.device, mode=args.mode, input_dtype=args.input_dtype, checkpoint=args.checkpoint,
+            device=args.device, mode=args.mode, input_dtype=_input_dtype(args.input_dtype, "--input-dtype"),
+            checkpoint=args.checkpoint,
             timeout=args.timeout or float(table.get("timeout", 120)),
             memory_mb=args.memory_mb or int(table.get("memory-mb", 8192)),
             values=_confirm_values(args.values or table.get("values", "auto")),
             classes={
                 name: {
                     "init_kwargs": spec.get("init-kwargs"),
-                    "inputs": [{"shape": shape, "dtype": spec.get("input-dtype", "float32")}
+                    "inputs": [{"shape": shape, "dtype": _input_dtype(
+                                   spec.get("input-dtype", "float32"), f"[tool.devlint.confirm.classes.{name}] input-dtype")}
                                for shape in spec.get("input-shapes", [])] or None,
                     "forward_kwargs": spec.get("forward-kwargs"),
                 }
                 for name, spec in table.get("classes", {}).items()
             },
         )
-        options.init_kwargs = json.loads(args.init_kwargs) if args.init_kwargs else None
-        options.input_shapes = [[int(n) for n in s.split(",")] for s in args.input_shape]
+        options.init_kwargs = args.init_kwargs
+        options.input_shapes = args.input_shape
     except (ConfigError, ValueError) as exc:
         print(f"devlint confirm: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    # before any run, so that a missing torch or GPU is said once, not once per finding
+    missing = torch_missing()
+    if missing:
+        print(f"devlint confirm: error: {missing}; install the confirm extra: pip install 'devlint[confirm]'", file=sys.stderr)
+        return EXIT_ERROR
+    if args.device == "cuda":
+        missing = cuda_missing()
+        if missing:
+            print(f"devlint confirm: error: --device cuda: {missing}; leave --device out (or give --device stand-in) "
+                  "to run on the stand-in device", file=sys.stderr)
+            return EXIT_ERROR
 
     reports, work = [], []
     for root, only in targets:
+        defined: dict[str, list[str]] = {}  # the classes each file of the target defines
         for path, problem in discover([root], settings):
             if problem is None and path.suffix == ".ipynb":  # confirm runs modules, not notebooks
                 if path == root:
@@ -509,8 +598,19 @@ def run_confirm(args: argparse.Namespace) -> int:
                 continue
             report = check_file(path, settings, _display(path, cwd)) if problem is None else FileReport(path, str(path)).fail(problem)
             reports.append(report)
+            if only and not report.error:
+                try:
+                    defined[report.display] = class_names(decode(path.read_bytes())[0])
+                except (OSError, SourceError):
+                    pass
             if report.findings and not report.error:
                 work.append((report, path, dataclasses.replace(options, only_class=only)))
+        if only and defined and not any(only in names for names in defined.values()):
+            names = sorted({name for names in defined.values() for name in names})
+            where = next(iter(defined)) if root.is_file() else str(root)
+            listed = f" (its classes: {', '.join(names)})" if names else " (it defines no class)"
+            print(f"devlint confirm: error: no class named {only} in {where}{listed}", file=sys.stderr)
+            return EXIT_ERROR
     verdicts = _confirm_files(work, confirm_findings, decode, max(1, args.jobs))
     counts = {status: 0 for status in STATUSES}
     for report in reports:

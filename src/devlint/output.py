@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Sequence, TextIO
@@ -26,12 +27,59 @@ def where(f: Finding) -> str:
     return f"cell {f.cell}:{f.row}:{f.column}" if f.cell is not None else f"{f.row}:{f.column}"
 
 
-def text_line(report: FileReport, f: Finding, unsafe: bool = False) -> str:
+class Style:
+    """ANSI colour in ruff's palette (path bold, separators cyan, code bold red); when off, every
+    method gives its text back unchanged."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _paint(self, sgr: str, text: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.enabled else text
+
+    def bold(self, text: str) -> str:
+        return self._paint("1", text)
+
+    def code(self, text: str) -> str:
+        return self._paint("1;31", text)
+
+    def cyan(self, text: str) -> str:
+        return self._paint("36", text)
+
+    def green(self, text: str) -> str:
+        return self._paint("1;32", text)
+
+    def fixable(self) -> str:
+        return f"[{self.cyan('*')}]"
+
+
+PLAIN = Style(False)
+
+
+def use_color(choice: str, stream: TextIO) -> bool:
+    """--color: `always` and `never` win; under `auto`, a non-empty FORCE_COLOR turns colour on
+    and a non-empty NO_COLOR turns it off (FORCE_COLOR first, as ruff reads them), else colour
+    goes to a terminal only."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def text_line(report: FileReport, f: Finding, unsafe: bool = False, style: Style = PLAIN) -> str:
     """ruff's concise line; a file error reads `path:row:col: error: message`."""
+    colon = style.cyan(":")
+    place = f"{style.bold(report.display)}{colon}{where(f).replace(':', colon)}{colon}"
     if f.is_file_error:
-        return f"{report.display}:{where(f)}: error: {f.message}"
-    mark = "[*] " if f.fix is not None and f.fix.applies(unsafe) else ""
-    return f"{report.display}:{where(f)}: {f.code} {mark}{f.message}"
+        return f"{place} {style.code('error')}: {f.message}"
+    mark = f"{style.fixable()} " if f.fix is not None and f.fix.applies(unsafe) else ""
+    return f"{place} {style.code(f.code)} {mark}{f.message}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -47,17 +95,28 @@ def baselined_line(n: int) -> str:
 
 def write_text(
     reports: Sequence[FileReport], out: TextIO, err: TextIO, statistics: bool = False,
-    unsafe: bool = False, fixing: bool = False, baselined: int = 0,
+    unsafe: bool = False, fixing: bool = False, baselined: int = 0, show_fixes: bool = False,
+    summary: bool = True, style: Style = PLAIN, err_style: Style = PLAIN,
 ) -> None:
+    """The findings (or with `statistics`, a count per rule), then with `show_fixes` what --fix
+    fixed (or would fix) per file and rule, then unless `summary` is off the summary lines."""
     for report in reports:  # file errors go to standard error, before the findings
         if report.error:
-            print(text_line(report, report.error), file=err)
+            print(text_line(report, report.error, style=err_style), file=err)
     if statistics:
-        _write_statistics(reports, out)
+        _write_statistics(reports, out, style)
     else:
         for report in reports:
             for f in report.findings:
-                print(text_line(report, f, unsafe), file=out)
+                print(text_line(report, f, unsafe, style), file=out)
+    if show_fixes:
+        if fixing:
+            _write_fix_summary({r.display: r.fixed for r in reports}, "Fixed {}:", out, style)
+        else:
+            fixable_now = {r.display: [f for f in r.findings if f.fix is not None and f.fix.applies(unsafe)] for r in reports}
+            _write_fix_summary(fixable_now, "--fix would fix {}:", out, style)
+    if not summary:
+        return
     findings, errors = count(reports)
     remaining = [f for r in reports for f in r.findings]
     fixable = sum(1 for f in remaining if f.fix is not None and f.fix.applies(unsafe))
@@ -69,7 +128,7 @@ def write_text(
     elif findings:
         print(f"Found {_plural(findings, 'finding')}.", file=out)
         if fixable:
-            print(f"[*] {fixable} fixable with --fix{more}.", file=out)
+            print(f"{style.fixable()} {fixable} fixable with --fix{more}.", file=out)
         elif hidden:
             print(f"{hidden} fixable with --fix --unsafe-fixes.", file=out)
     elif not errors:
@@ -80,22 +139,74 @@ def write_text(
         print(f"{_plural(errors, 'file')} could not be checked.", file=out)
 
 
-def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO, baselined: int = 0) -> None:
+def _write_fix_summary(fixed: dict[str, list[Finding]], header: str, out: TextIO, style: Style) -> None:
+    """ruff's --show-fixes list: a count per file and rule, between blank lines; nothing when empty."""
+    total = sum(len(found) for found in fixed.values())
+    if not total:
+        return
+    print(f"\n{style.green(header.format(_plural(total, 'finding')))}", file=out)
+    width = max(len(str(n)) for found in fixed.values() for n in Counter(f.code for f in found).values())
+    for display in sorted(d for d, found in fixed.items() if found):
+        print(f"{style.cyan('-')} {style.bold(display)}{style.cyan(':')}", file=out)
+        counts = Counter(f.code for f in fixed[display])
+        for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            print(f"    {n:>{width}} \u00d7 {style.code(code)} ({NAMES[code]})", file=out)
+    print(file=out)
+
+
+def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO, baselined: int = 0, show_fixes: bool = False,
+               summary: bool = True, style: Style = PLAIN) -> None:
+    """The diff --fix would apply on `out`; file errors and the summary on `err` (`style` is err's)."""
     for report in reports:
         if report.error:
-            print(text_line(report, report.error), file=err)
+            print(text_line(report, report.error, style=style), file=err)
         out.write(report.diff)
+    if show_fixes:
+        _write_fix_summary({r.display: r.fixed for r in reports}, "Would fix {}:", err, style)
+    if not summary:
+        return
     fixed = sum(len(r.fixed) for r in reports)
     print(f"Would fix {_plural(fixed, 'finding')}." if fixed else "No fixes available.", file=err)
     if baselined:
         print(baselined_line(baselined), file=err)
+    errors = sum(1 for r in reports if r.error)
+    if errors:
+        print(f"{_plural(errors, 'file')} could not be checked.", file=err)
 
 
-def _write_statistics(reports: Sequence[FileReport], out: TextIO) -> None:
+def statistics(reports: Sequence[FileReport], unsafe: bool = False) -> list[dict]:
+    """A count per rule, most found first, in ruff's `--statistics --output-format json` shape:
+    `fixable` is true when --fix fixes every finding of the rule."""
+    found: dict[str, list[Finding]] = {}
+    for r in reports:
+        for f in r.findings:
+            found.setdefault(f.code, []).append(f)
+    return [
+        {"code": code, "name": NAMES[code], "count": len(fs),
+         "fixable": all(f.fix is not None and f.fix.applies(unsafe) for f in fs)}
+        for code, fs in sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))
+    ]
+
+
+STATISTICS_FORMATS = ("text", "json", "json-lines")
+
+
+def write_statistics_json(reports: Sequence[FileReport], out: TextIO, unsafe: bool = False) -> None:
+    json.dump(statistics(reports, unsafe), out, indent=2)
+    out.write("\n")
+
+
+def write_statistics_json_lines(reports: Sequence[FileReport], out: TextIO, unsafe: bool = False) -> None:
+    for record in statistics(reports, unsafe):
+        out.write(json.dumps(record) + "\n")
+
+
+def _write_statistics(reports: Sequence[FileReport], out: TextIO, style: Style = PLAIN) -> None:
     counts = Counter(f.code for r in reports for f in r.findings)
     width = len(str(max(counts.values()))) if counts else 1
     for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        print(f"{n:>{width}}\t{code}\t{NAMES[code]}", file=out)
+        padded = f"{n:>{width}}"
+        print(f"{style.bold(padded)}\t{style.code(code)}\t{NAMES[code]}", file=out)
 
 
 def records(reports: Sequence[FileReport]) -> list[dict]:

@@ -25,7 +25,9 @@ from devlint import cuda_api, engine
 from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
 from devlint.confirm.lines import cpu_seconds
 
-STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run")
+STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run", "not-selected")
+# the dtype names an input may have (the child's DTYPES): checked before any run, without torch
+INPUT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "long", "int32", "bool")
 RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012"}
 SCENARIO_NAMES = {
     "build": "while building the module",
@@ -73,8 +75,12 @@ class Verdict:
 def confirm_findings(path: Path, source: str, findings: list[engine.Finding], options: Options) -> list[Verdict]:
     """One verdict per finding of `path`, in the same order."""
     verdicts: list[Optional[Verdict]] = [None] * len(findings)
+    scopes = Scopes.of(source)
     for i, f in enumerate(findings):
-        if f.code == "DEV002":
+        left_out = scopes.left_out(f.row, options.only_class)
+        if left_out is not None:
+            verdicts[i] = Verdict("not-selected", left_out)
+        elif f.code == "DEV002":
             verdicts[i] = _confirm_load(path, source, f, options)
         elif f.code not in RUNTIME_RULES:
             verdicts[i] = Verdict("not-run", f"{f.code} is not about where tensors live; confirm does not run it")
@@ -82,10 +88,38 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
     if runtime:
         result = run_child(path, options)
         lines = source.splitlines()
-        scopes = Scopes.of(source)
         for i in runtime:
             verdicts[i] = _judge(findings[i], result, lines, scopes)
     return verdicts
+
+
+# --- before any run: what the command line asks for is there -------------------------------------
+def torch_missing() -> Optional[str]:
+    """Why the runs cannot import torch (not installed), or None; found without importing it."""
+    import importlib.util
+
+    return None if importlib.util.find_spec("torch") is not None else "No module named 'torch'"
+
+
+def cuda_missing(timeout: float = 300.0) -> Optional[str]:
+    """Why `--device cuda` cannot run here, or None: asked of a fresh interpreter (the parent never
+    imports torch), in the environment the runs get."""
+    probe = "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"torch did not answer whether CUDA is there within {timeout:g} s"
+    if done.returncode == 3:
+        return "no CUDA device here (torch.cuda.is_available() is False)"
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        return f"cannot ask torch whether CUDA is there: {tail[0]}"
+    return None
+
+
+def class_names(source: str) -> list[str]:
+    """The classes a file defines at module level (those `FILE::Class` can select), in order."""
+    return [name for _, _, name in Scopes.of(source).top_classes]
 
 
 # --- the child ---------------------------------------------------------------------------------
@@ -397,6 +431,7 @@ def _literal_path(path: Path, source: str, finding: engine.Finding) -> Optional[
 class Scopes:
     """Where a finding stands in its file: the classes and plain functions, and each call's lines."""
     classes: list[tuple[int, int]] = field(default_factory=list)
+    top_classes: list[tuple[int, int, str]] = field(default_factory=list)  # at module level, with names
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # outside classes
     methods: list[tuple[int, int, str]] = field(default_factory=list)  # every function, in a class or not
     calls: list[tuple[int, int]] = field(default_factory=list)
@@ -416,7 +451,20 @@ class Scopes:
         scopes.methods = [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree)
                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         scopes.functions = [m for m in scopes.methods if not any(a <= m[0] <= b for a, b in scopes.classes)]
+        scopes.top_classes = list(_module_level_classes(tree.body))
         return scopes
+
+    def left_out(self, row: int, only: Optional[str]) -> Optional[str]:
+        """Why `FILE::ONLY` leaves the finding at `row` out, or None when it is in the selection
+        (or outside every class: the selected class's run may reach it)."""
+        if only is None:
+            return None
+        if only not in {name for _, _, name in self.top_classes}:
+            return f"not selected: the file has no class {only}, the one selected, so nothing in it was run"
+        owner = next((name for first, last, name in self.top_classes if first <= row <= last), None)
+        if owner is None or owner == only:
+            return None
+        return f"not selected: line {row} is in class {owner}, and only {only} was run"
 
     def _innermost(self, row: int) -> Optional[tuple[int, int, str]]:
         """The innermost function around `row`, in a class or not: (first row, last row, name)."""
@@ -451,6 +499,18 @@ class Scopes:
         place = f"the function {min(where, key=lambda f: f[1] - f[0])[2]}(), which no module run reached" if where \
             else "script code that confirm does not run"
         return f"{finding.code} at line {row} is in {place}; only nn.Module classes are built and run"
+
+
+def _module_level_classes(body: list) -> Iterable[tuple[int, int, str]]:
+    """(first row, last row, name) of the classes in `body`, looking into if/try/with/for blocks
+    (they run at import) but not into functions or classes."""
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            yield first, node.end_lineno or node.lineno, node.name
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                yield from _module_level_classes([n for n in getattr(node, name, []) if isinstance(n, ast.AST)])
 
 
 @dataclass
