@@ -312,7 +312,7 @@ def test_json_records(tmp_path):
         "location": {"row": 2, "column": 11},
         "end_location": {"row": 2, "column": 15},
         "fix": None,
-        "url": "https://github.com/devlint/devlint/blob/main/rules/DEV001.md",
+        "url": (REPO / "rules" / "DEV001.md").as_uri(),
         "noqa_row": 2,
     }
     assert [(x["code"], x["name"], x["location"], x["noqa_row"]) for x in records] == [
@@ -562,7 +562,7 @@ def test_rule_all_json(tmp_path):
         assert set(x) == {"code", "name", "summary", "fix_availability", "url", "explanation"}
         assert x["summary"]
         assert x["fix_availability"] in x["explanation"].splitlines()[2]
-        assert x["url"] == f"https://github.com/devlint/devlint/blob/main/rules/{x['code']}.md"
+        assert x["url"] == (REPO / "rules" / f"{x['code']}.md").as_uri()
         assert x["explanation"].startswith(f"# {x['code']} {x['name']}\n")
 
 
@@ -599,12 +599,12 @@ def test_help_lists_every_command_and_checks_options(tmp_path, flag):
 
 def test_help_lists_every_command_there_is(tmp_path):
     """Every command `devlint` dispatches is in `devlint --help`, with its own help, and in the
-    README's command list."""
+    docs' command list."""
     from devlint.cli import COMMANDS
 
     assert {"check", "rule", "explain", "confirm"} <= set(COMMANDS)
     listed = run("--help", cwd=tmp_path).stdout
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "command-line.md").read_text(encoding="utf-8")
     for command in COMMANDS:
         assert re.search(rf"^    {command} +\S", listed, re.M), command
         r = run(command, "--help", cwd=tmp_path)

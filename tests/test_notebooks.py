@@ -300,9 +300,8 @@ def test_a_notebook_in_another_language_is_skipped(tmp_path):
     assert r.returncode == 0 and "All checks passed!" in r.stdout
 
 
-def test_the_readme_notebook_outputs_are_real(tmp_path):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Notebooks"):readme.index("## From an error message")]
+def test_the_docs_notebook_outputs_are_real(tmp_path):
+    section = (ROOT / "docs" / "notebooks.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```text\n\$ devlint (.*?)\n(.*?)```", section, re.S)
     assert len(blocks) == 3
     copy(tmp_path, "train.ipynb")

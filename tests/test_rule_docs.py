@@ -112,3 +112,11 @@ def test_rule_docs_ship_in_the_wheel(tmp_path):
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); import devlint.docs as d; print(d._doc_dir())"],
         capture_output=True, text=True, cwd=tmp_path,
     ).stdout
+    # A finding's link is the doc in the installed package.
+    url = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
+         "from devlint.output import rule_url; print(rule_url('DEV003'))"],
+        capture_output=True, text=True, cwd=tmp_path,
+    ).stdout.strip()
+    assert url == (target / "devlint" / "_rules" / "DEV003.md").resolve().as_uri()
+    assert (target / "devlint" / "_rules" / "DEV003.md").read_text(encoding="utf-8").startswith("# DEV003 ")

@@ -448,15 +448,13 @@ def test_close_clears_and_shutdown_exits_cleanly(tmp_path):
     assert [list(p.diagnostics) for p in later] == [[]]  # the cancelled check published nothing
 
 
-# --- the README's editor snippets ----------------------------------------------------------------
+# --- the docs' editor snippets ------------------------------------------------------------------
 
-def test_readme_editor_snippets_start_this_server():
+def test_docs_editor_snippets_start_this_server():
     from devlint.config import tomllib
     from helpers import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Editors"):]
-    section = section[:section.index("\n## ")]
+    section = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
     blocks = {kind: re.findall(rf"```{kind}\n(.*?)```", section, re.S) for kind in ("json", "lua", "toml")}
     vscode, jupyter = (json.loads(b) for b in blocks["json"])
     assert [vscode["glspc.server.command"], *vscode["glspc.server.commandArguments"]] == ["devlint", "server"]

@@ -20,8 +20,13 @@ def _doc_dir():
     return Path(__file__).resolve().parents[2] / "rules"
 
 
+def doc_path(code: str):
+    """Where a rule's doc is: a file of the installed package, or of the checkout's `rules/`."""
+    return _doc_dir() / f"{code}.md"
+
+
 def rule_doc(code: str) -> Optional[str]:
-    path = _doc_dir() / f"{code}.md"
+    path = doc_path(code)
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 

@@ -11,11 +11,12 @@ from devlint.findings import Finding
 from devlint.rules import NAMES
 from devlint.runner import FileReport
 
-DOCS_URL = "https://github.com/devlint/devlint/blob/main/rules/{code}.md"
-
 
 def rule_url(code: str) -> str:
-    return DOCS_URL.format(code=code)
+    """The `file://` URI of the rule's doc shipped with devlint, which exists wherever it runs."""
+    from devlint import docs
+
+    return Path(str(docs.doc_path(code))).resolve().as_uri()
 
 
 def count(reports: Sequence[FileReport]) -> tuple[int, int]:
@@ -331,7 +332,7 @@ def sarif(reports: Sequence[FileReport]) -> dict:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
-                "name": "devlint", "version": __version__, "informationUri": "https://github.com/devlint/devlint",
+                "name": "devlint", "version": __version__,
                 "rules": rules,
             }},
             "invocations": [invocation],
