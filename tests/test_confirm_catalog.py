@@ -19,6 +19,7 @@ from typing import Optional
 
 import pytest
 
+from conftest import once_per_run
 from helpers import ROOT
 
 torch = pytest.importorskip("torch")
@@ -174,9 +175,10 @@ def test_catalog_spans_every_confirmable_rule_and_both_sides():
 
 
 # --- confirm against the expectations ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def stand_in_rows():
-    return compare(run_confirm(FILES, "stand-in"))
+@pytest.fixture(scope="session")
+def stand_in_rows(tmp_path_factory):
+    records = once_per_run(tmp_path_factory, "catalog-stand-in", lambda _: run_confirm(FILES, "stand-in"))
+    return compare(records)
 
 
 def check_agreement(rows) -> None:
