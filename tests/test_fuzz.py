@@ -1,4 +1,5 @@
-"""A few hundred fuzz cases on every test run: bench/fuzz.py runs 10,000 (see bench/README.md)."""
+"""A deterministic slice of fuzz cases on every test run (a fixed seed: the same 150 cases each
+time, so a failure reproduces); bench/fuzz.py runs 10,000 (see bench/README.md)."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -18,8 +19,9 @@ def _fuzz():
     return module
 
 
-def test_three_hundred_fuzz_cases(capsys):
-    # Without a corpus, the mutated cases come from the shipped examples and rule fixtures.
-    assert _fuzz().main(["--cases", "300", "--seed", "1", "--jobs", "2"]) == 0
+def test_a_fixed_slice_of_fuzz_cases(capsys):
+    # Without a corpus, the mutated cases come from the shipped examples and rule fixtures. One
+    # process: pytest-xdist already keeps every core busy.
+    assert _fuzz().main(["--cases", "150", "--seed", "1", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "crash:           0" in out and "unparsable:      0" in out and "non-idempotent:  0" in out
