@@ -9,9 +9,12 @@ import re
 import subprocess
 import sys
 import textwrap
+import urllib.parse
 from pathlib import Path
 
 import pytest
+
+from devlint.output import rule_url
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="confirm runs modules with torch")
@@ -234,7 +237,15 @@ def test_statistics_in_a_format_without_counts_exits_2(tmp_path, fmt):
 
 # --- --color ------------------------------------------------------------------------------------
 
-COLORED = "\x1b[1mm.py\x1b[0m\x1b[36m:\x1b[0m3\x1b[36m:\x1b[0m5\x1b[36m:\x1b[0m \x1b[1;31mDEV002\x1b[0m "
+LINK = re.compile("\x1b]8;;(?P<uri>[^\x1b]+)\x1b\\\\(?P<text>.*?)\x1b]8;;\x1b\\\\")
+
+
+def linked(code: str) -> str:
+    """The code in bold red, as a terminal hyperlink (OSC 8) to its rule's doc, as ruff shows it."""
+    return f"\x1b]8;;{rule_url(code)}\x1b\\\x1b[1;31m{code}\x1b[0m\x1b]8;;\x1b\\"
+
+
+COLORED = "\x1b[1mm.py\x1b[0m\x1b[36m:\x1b[0m3\x1b[36m:\x1b[0m5\x1b[36m:\x1b[0m " + linked("DEV002") + " "
 
 
 @pytest.mark.parametrize("args, env, colored", [
@@ -254,6 +265,9 @@ def test_color(tmp_path, args, env, colored):
     assert (ESC in r.stdout) is colored
     if colored:
         assert r.stdout.startswith(COLORED)
+        # the link leads to the rule's doc shipped with devlint
+        uri = LINK.search(r.stdout).group("uri")
+        assert Path(urllib.parse.urlparse(uri).path).read_text().startswith("# DEV002")
     else:
         assert r.stdout.startswith("m.py:3:5: DEV002 ")
 

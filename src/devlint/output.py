@@ -44,6 +44,13 @@ class Style:
     def code(self, text: str) -> str:
         return self._paint("1;31", text)
 
+    def rule(self, code: str) -> str:
+        """The code, bold red, and a terminal hyperlink (OSC 8) to the rule's doc, as ruff links
+        its codes: terminals that do not know OSC 8 show the code alone."""
+        if not self.enabled:
+            return code
+        return f"\x1b]8;;{rule_url(code)}\x1b\\{self.code(code)}\x1b]8;;\x1b\\"
+
     def cyan(self, text: str) -> str:
         return self._paint("36", text)
 
@@ -80,7 +87,7 @@ def text_line(report: FileReport, f: Finding, unsafe: bool = False, style: Style
     if f.is_file_error:
         return f"{place} {style.code('error')}: {f.message}"
     mark = f"{style.fixable()} " if f.fix is not None and f.fix.applies(unsafe) else ""
-    return f"{place} {style.code(f.code)} {mark}{f.message}"
+    return f"{place} {style.rule(f.code)} {mark}{f.message}"
 
 
 def _plural(n: int, word: str) -> str:
