@@ -642,17 +642,20 @@ def run_confirm(args: argparse.Namespace) -> int:
 
 def _confirm_files(work, confirm_findings, decode, jobs: int) -> dict:
     """Verdicts per report; `jobs` files at once (each runs in a child process of its own, so
-    threads are enough here)."""
+    threads are enough here; each thread's children fork from a warm process that imported torch once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from devlint.confirm import warm_processes
+
     def one(item):
         report, path, options = item
         return id(report), confirm_findings(path, decode(path.read_bytes())[0], report.findings, options)
 
-    if jobs == 1 or len(work) < 2:
-        return dict(map(one, work))
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return dict(pool.map(one, work))
+    with warm_processes():
+        if jobs == 1 or len(work) < 2:
+            return dict(map(one, work))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return dict(pool.map(one, work))
 
 
 def run_explain(args: argparse.Namespace) -> int:

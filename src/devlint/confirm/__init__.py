@@ -2,8 +2,9 @@
 
 The parent never imports torch: it runs each file's modules in a child process
 (`devlint.confirm.child`) with a timeout and a memory limit, reads the events the child
-recorded, and turns them into one status per finding. DEV002 needs no child at all: the
-checkpoint's storage locations are read without unpickling anything real.
+recorded, and turns them into one status per finding. Within `warm_processes`, each child is a
+fresh fork of a warm process that imported torch once (devlint.confirm.zygote). DEV002 needs
+no child at all: the checkpoint's storage locations are read without unpickling anything real.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from devlint import cuda_api, engine
+from devlint.confirm import zygote
 from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
 from devlint.confirm.lines import cpu_seconds
 
@@ -124,7 +126,8 @@ def class_names(source: str) -> list[str]:
 
 # --- the child ---------------------------------------------------------------------------------
 def run_child(path: Path, options: Options) -> dict:
-    """Run the file's modules in a fresh interpreter; the result travels on a private pipe."""
+    """Run the file's modules in a child process of their own (a fresh interpreter, or a fresh fork
+    of a warm one: devlint.confirm.zygote); the result travels on a private pipe."""
     classes = dict(options.classes)
     if options.only_class and (options.init_kwargs is not None or options.input_shapes):
         classes[options.only_class] = {
@@ -144,7 +147,8 @@ def run_child(path: Path, options: Options) -> dict:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     progress_read, progress_write = os.pipe()
-    proc = subprocess.Popen(
+    # forked from the thread's warm process in a `warm_processes` block (torch imported once), else a fresh interpreter
+    proc = zygote.spawn(env, path.parent, limit, write_end, progress_write) or subprocess.Popen(
         [sys.executable, "-m", "devlint.confirm.child", str(write_end), str(progress_write)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         pass_fds=(write_end, progress_write), start_new_session=True, preexec_fn=limit_memory, env=env, cwd=str(path.parent),
@@ -173,19 +177,26 @@ def run_child(path: Path, options: Options) -> dict:
         return {"fatal": overrun}
     out, err = streams
     data = b"".join(chunks)
-    if proc.returncode < 0:
+    if proc.returncode is not None and proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
         return {"fatal": f"the run crashed ({name})", "stderr": err.decode(errors="replace")[-2000:]}
     try:
         result = json.loads(data)
     except ValueError:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        return {"fatal": f"the run ended without a result (exit status {proc.returncode}: {tail[0]})"}
+        status = "unknown: the warm process that forked it died" if proc.returncode is None else proc.returncode
+        return {"fatal": f"the run ended without a result (exit status {status}: {tail[0]})"}
     result["stdout"] = out.decode(errors="replace")[-2000:]
     return result
 
 
 STARTUP_LIMIT = 300.0  # seconds for the interpreter to start and import torch, before the user's code
+
+
+def warm_processes():
+    """A block within which each thread's runs fork from one warm process that imported torch
+    once, instead of starting an interpreter per file; the warm processes end with the block."""
+    return zygote.warm_processes(STARTUP_LIMIT)
 
 
 class _Watch:

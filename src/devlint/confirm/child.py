@@ -1,5 +1,6 @@
 """The child process of `devlint confirm`: imports one user file, builds its modules, moves them
-to the target device and runs them, recording every device event. Only this module imports torch.
+to the target device and runs them, recording every device event. Only this module (and the
+warm process that forks it, devlint.confirm.zygote) imports torch.
 
 Protocol: the job arrives as JSON on standard input; the result leaves as JSON on the file
 descriptor named in argv[1], never on stdout (which belongs to the user's code).
@@ -970,9 +971,15 @@ def _span(cls) -> list[int]:
 
 
 def main() -> None:
+    os._exit(work(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None))
+
+
+def work(channel: int, progress: Optional[int]) -> int:
+    """Read the job on stdin, run it, write the result on `channel`; the exit status (0). The
+    caller exits with it at once (`os._exit`): in a fresh interpreter (`main`) or a fork of a
+    warm one (devlint.confirm.zygote)."""
     global PROGRESS
-    channel = int(sys.argv[1])
-    PROGRESS = Progress(int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    PROGRESS = Progress(progress)
     PROGRESS.send("ready")  # torch is imported: the user's time starts with the import of the file
     job = json.load(sys.stdin)
     try:
@@ -983,13 +990,13 @@ def main() -> None:
     PROGRESS.send("done")  # what follows (the result, the interpreter's exit) is not the file's time
     with os.fdopen(channel, "w") as out:
         json.dump(result, out)
-    # skip the interpreter's teardown (seconds with torch loaded); the user's output is flushed
+    # the caller skips the interpreter's teardown (seconds with torch loaded): flush the user's output
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0)
+    return 0
 
 
 if __name__ == "__main__":
