@@ -45,6 +45,22 @@ def pre_commit(*args, cwd, home) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 
+def run_hook(hooks_repo, hook: str, *args, cwd, home) -> subprocess.CompletedProcess:
+    """`pre-commit run HOOK ARGS` in `cwd`, with a configuration that takes devlint's hooks from
+    `hooks_repo` at its commit, as a project using them does. The hook environment is built once
+    per PRE_COMMIT_HOME (`pre-commit try-repo` would build it afresh in a store of its own on
+    every call)."""
+    import tempfile
+
+    rev = git(hooks_repo, "rev-parse", "HEAD").stdout.strip()
+    config = (f"repos:\n- repo: {hooks_repo}\n  rev: {rev}\n  hooks:\n"
+              "  - id: devlint\n  - id: devlint-fix\n")
+    with tempfile.TemporaryDirectory() as folder:  # outside the project: not one of its files
+        path = Path(folder) / ".pre-commit-config.yaml"
+        path.write_text(config)
+        return pre_commit("run", "--config", str(path), hook, *args, cwd=cwd, home=home)
+
+
 # --- `devlint confirm` on a module of a test's own -------------------------------------------------
 CONFIRM_HEADER = "import torch\nfrom torch import nn\n\n\n"
 

@@ -305,7 +305,7 @@ def test_add_noqa_skips_baselined_findings(project):
 
 def test_pre_commit_with_the_configured_baseline(tmp_path, hooks_repo, home):
     """The hooks name the staged files; `baseline` in [tool.devlint] hides what it records there too."""
-    from helpers import git, pre_commit
+    from helpers import git, run_hook
 
     project = tmp_path / "project"
     project.mkdir()
@@ -316,7 +316,7 @@ def test_pre_commit_with_the_configured_baseline(tmp_path, hooks_repo, home):
     git(project, "add", "-A")
 
     def hook(name):
-        return pre_commit("try-repo", str(hooks_repo), name, "--files", "m.py", cwd=project, home=home)
+        return run_hook(hooks_repo, name, "--files", "m.py", cwd=project, home=home)
 
     r = hook("devlint")
     assert r.returncode == 0, r.stdout

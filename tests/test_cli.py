@@ -505,13 +505,13 @@ def test_stubs_and_python_scripts_are_checked(tmp_path, name, content):
 
 def test_pre_commit_names_a_python_script_without_a_suffix(tmp_path, hooks_repo, home):
     """`types: [python]` includes executable scripts with a Python shebang: the hook checks them."""
-    from helpers import git, pre_commit
+    from helpers import git, run_hook
 
     git(tmp_path, "init", "-q")
     write(tmp_path, {"tool": "#!/usr/bin/env python3\n" + ONE_DEV001, "data.csv": "a,b\n"})
     (tmp_path / "tool").chmod(0o755)
     git(tmp_path, "add", "-A")
-    r = pre_commit("try-repo", str(hooks_repo), "devlint", "--all-files", cwd=tmp_path, home=home)
+    r = run_hook(hooks_repo, "devlint", "--all-files", cwd=tmp_path, home=home)
     assert r.returncode == 1
     assert findings(r.stdout) == [("tool", 3, 11, "DEV001")]
 

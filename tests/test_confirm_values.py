@@ -1,9 +1,13 @@
 """`devlint confirm` with the value stand-in: data-dependent modules that the data-less stand-in
 cannot finish are run again on tensors that hold their data."""
 
+import json
+import textwrap
+
 import pytest
 
-from helpers import confirm_run, devlint, statuses
+from conftest import once_per_run
+from helpers import CONFIRM_HEADER, confirm_run, devlint, statuses
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -89,15 +93,44 @@ DATA_DEPENDENT = {
 }
 
 
+POLICIES = ("never", "auto", "always")
+
+
+@pytest.fixture(scope="session")
+def data_dependent_runs(tmp_path_factory):
+    """One `devlint confirm` run per --values policy over every DATA_DEPENDENT module, a file each
+    (one torch start per run, not per module; named `case_*.py`, as a `numpy.py` would shadow
+    numpy): {policy: {case: (results, the run's exit status)}}, each case's results restricted to
+    its own rule, as `--select` would."""
+    def build(folder):
+        runs = {}
+        for policy in POLICIES:
+            for case, (source, _, _) in DATA_DEPENDENT.items():
+                (folder / f"case_{case}.py").write_text(CONFIRM_HEADER + textwrap.dedent(source))
+            codes = ",".join(sorted({code for _, (code, _), _ in DATA_DEPENDENT.values()}))
+            r = devlint("confirm", "--output-format", "json", "--values", policy, "--select", codes,
+                        *(f"case_{case}.py" for case in DATA_DEPENDENT), cwd=folder)
+            assert r.returncode in (0, 1), r.stderr
+            records = json.loads(r.stdout)
+            rows = CONFIRM_HEADER.count("\n")
+            runs[policy] = {
+                case: ([(x["code"], x["location"]["row"] - rows, x["confirm"]) for x in records
+                        if x["filename"].endswith(f"case_{case}.py") and x["code"] == code], r.returncode)
+                for case, (_, (code, _), _) in DATA_DEPENDENT.items()}
+        return runs
+
+    return once_per_run(tmp_path_factory, "data-dependent-runs", build)
+
+
 @pytest.mark.parametrize("case", sorted(DATA_DEPENDENT))
-def test_values_confirm_what_meta_leaves_inconclusive(tmp_path, case):
+def test_values_confirm_what_meta_leaves_inconclusive(data_dependent_runs, case):
     source, (code, row), stop = DATA_DEPENDENT[case]
-    meta, _ = confirm(tmp_path, source, "--values", "never", "--select", code)
+    meta, _ = data_dependent_runs["never"][case]
     assert statuses(meta) == [(code, row, "inconclusive")]
     assert meta[0][2]["device"] == "stand-in (meta)"
     assert f"line {stop + 4}" in meta[0][2]["message"] or meta[0][2]["use"] == {"row": stop + 4}
     for policy in ("auto", "always"):
-        results, exit_status = confirm(tmp_path, source, "--values", policy, "--select", code)
+        results, exit_status = data_dependent_runs[policy][case]
         assert statuses(results) == [(code, row, "confirmed")], (policy, results)
         verdict = results[0][2]
         assert verdict["device"] == "stand-in (meta, values)"

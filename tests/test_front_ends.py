@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from devlint.rules import NAMES
-from helpers import ROOT, devlint, git, pre_commit
+from helpers import ROOT, devlint, git, run_hook
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*.py"))
 
@@ -104,16 +104,16 @@ def test_pre_commit_check_fails_fix_rewrites_then_check_passes(tmp_path, hooks_r
     (project / "m.py").write_text(BUGGY)
     (project / "README.md").write_text("# not python\n")
     git(project, "add", "-A")
-    checked = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "m.py", cwd=project, home=home)
+    checked = run_hook(hooks_repo, "devlint", "--files", "m.py", cwd=project, home=home)
     assert checked.returncode == 1, checked.stdout
     assert "m.py:5:27: DEV002 [*] `torch.load()` without `map_location`" in checked.stdout
-    fixed = pre_commit("try-repo", str(hooks_repo), "devlint-fix", "--files", "m.py", cwd=project, home=home)
+    fixed = run_hook(hooks_repo, "devlint-fix", "--files", "m.py", cwd=project, home=home)
     assert fixed.returncode == 1 and "files were modified by this hook" in fixed.stdout
     assert (project / "m.py").read_text() == BUGGY.replace("torch.load(path)", 'torch.load(path, map_location="cpu")')
-    again = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "m.py", cwd=project, home=home)
+    again = run_hook(hooks_repo, "devlint", "--files", "m.py", cwd=project, home=home)
     assert again.returncode == 0 and "devlint" in again.stdout and "Passed" in again.stdout
     # nothing for the hook to check: skipped, success
-    irrelevant = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "README.md", cwd=project, home=home)
+    irrelevant = run_hook(hooks_repo, "devlint", "--files", "README.md", cwd=project, home=home)
     assert irrelevant.returncode == 0 and "no files to check" in irrelevant.stdout
 
 
@@ -124,7 +124,7 @@ def test_pre_commit_honours_configured_excludes(tmp_path, hooks_repo, home):
     (project / "vendor" / "m.py").write_text(BUGGY)
     (project / "pyproject.toml").write_text('[tool.devlint]\nexclude = ["vendor"]\n')
     git(project, "add", "-A")
-    r = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "vendor/m.py", cwd=project, home=home)
+    r = run_hook(hooks_repo, "devlint", "--files", "vendor/m.py", cwd=project, home=home)
     assert r.returncode == 0, r.stdout
     assert devlint("vendor/m.py", cwd=project).returncode == 1  # named without --force-exclude: checked
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from devlint.notebook import PLACEHOLDER, neutralise
-from helpers import ROOT, devlint, git, pre_commit
+from helpers import ROOT, devlint, git, run_hook
 
 NOTEBOOK = ROOT / "tests" / "notebooks" / "train.ipynb"
 DEV001 = "`.cuda()` hardcodes the CUDA device and fails where there is none; use `.to(device)`"
@@ -281,14 +281,14 @@ def test_pre_commit_checks_and_fixes_a_staged_notebook(tmp_path, hooks_repo, hom
     git(project, "init", "-q")
     path = copy(project)
     git(project, "add", "-A")
-    checked = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "nb.ipynb", cwd=project, home=home)
+    checked = run_hook(hooks_repo, "devlint", "--files", "nb.ipynb", cwd=project, home=home)
     assert checked.returncode == 1, checked.stdout
     assert EXPECTED[0] in checked.stdout
-    fixed = pre_commit("try-repo", str(hooks_repo), "devlint-fix", "--files", "nb.ipynb", cwd=project, home=home)
+    fixed = run_hook(hooks_repo, "devlint-fix", "--files", "nb.ipynb", cwd=project, home=home)
     assert fixed.returncode == 1 and "files were modified by this hook" in fixed.stdout
     assert 'map_location=\\"cpu\\"' in path.read_text(encoding="utf-8")
     git(project, "add", "-A")
-    again = pre_commit("try-repo", str(hooks_repo), "devlint", "--files", "nb.ipynb", cwd=project, home=home)
+    again = run_hook(hooks_repo, "devlint", "--files", "nb.ipynb", cwd=project, home=home)
     assert again.returncode == 1 and EXPECTED[0] not in again.stdout and EXPECTED[1] in again.stdout
 
 
