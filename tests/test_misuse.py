@@ -135,6 +135,35 @@ def test_confirm_an_unknown_class_exits_2_naming_it_and_the_classes_there(tmp_pa
 
 
 @needs_torch
+def test_confirm_a_class_that_is_not_a_module_exits_2(tmp_path):
+    """Nothing of a plain class runs: naming one is a usage error, not a report of `not-run`s. A
+    class over an imported base of unknown kind is left to the run, which sees what it is."""
+    write(tmp_path, {"model.py": TWO_CLASSES + """
+
+    class Helper:
+        def make(self):
+            return torch.ones(3).cuda()
+
+
+    class Loader(torch.utils.data.Dataset):
+        def __getitem__(self, i):
+            return torch.ones(3).cuda()
+
+
+    class Head(ProjectBase):
+        def make(self):
+            return torch.ones(3).cuda()
+    """})
+    for name in ("Helper", "Loader"):
+        r = run("confirm", f"model.py::{name}", cwd=tmp_path)
+        assert (r.returncode, r.stdout) == (2, "")
+        assert r.stderr == (f"devlint confirm: error: {name} in model.py is not an nn.Module class, so confirm has "
+                            "nothing of it to run (the classes it can run: A, B, Head)\n")
+    r = run("confirm", "model.py::Head", cwd=tmp_path)  # `ProjectBase` is not defined: the run says so
+    assert r.returncode in (0, 1) and "not an nn.Module class" not in r.stderr
+
+
+@needs_torch
 def test_confirm_classes_left_out_by_the_selection_are_not_selected(tmp_path):
     write(tmp_path, {"model.py": TWO_CLASSES, "other.py": """\
         import torch

@@ -542,7 +542,8 @@ def _input_dtype(value, where: str) -> str:
 def run_confirm(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError
-    from devlint.confirm import STATUSES, Options, class_names, confirm_findings, cuda_missing, torch_missing
+    from devlint.confirm import (STATUSES, Options, class_names, classes_not_modules, confirm_findings, cuda_missing,
+                                 torch_missing)
     from devlint.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
@@ -591,6 +592,7 @@ def run_confirm(args: argparse.Namespace) -> int:
     reports, work = [], []
     for root, only in targets:
         defined: dict[str, list[str]] = {}  # the classes each file of the target defines
+        not_modules: dict[str, set[str]] = {}  # those of them that cannot be nn.Modules
         for path, problem in discover([root], settings):
             if problem is None and path.suffix == ".ipynb":  # confirm runs modules, not notebooks
                 if path == root:
@@ -600,7 +602,9 @@ def run_confirm(args: argparse.Namespace) -> int:
             reports.append(report)
             if only and not report.error:
                 try:
-                    defined[report.display] = class_names(decode(path.read_bytes())[0])
+                    source = decode(path.read_bytes())[0]
+                    defined[report.display] = class_names(source)
+                    not_modules[report.display] = classes_not_modules(source)
                 except (OSError, SourceError):
                     pass
             if report.findings and not report.error:
@@ -610,6 +614,15 @@ def run_confirm(args: argparse.Namespace) -> int:
             where = next(iter(defined)) if root.is_file() else str(root)
             listed = f" (its classes: {', '.join(names)})" if names else " (it defines no class)"
             print(f"devlint confirm: error: no class named {only} in {where}{listed}", file=sys.stderr)
+            return EXIT_ERROR
+        holders = [display for display, names in defined.items() if only in names]
+        if holders and all(only in not_modules.get(display, ()) for display in holders):
+            others = sorted({name for display, names in defined.items() for name in names
+                             if name not in not_modules.get(display, ())})
+            listed = f" (the classes it can run: {', '.join(others)})" if others else ""
+            where = holders[0] if len(holders) == 1 else str(root)
+            print(f"devlint confirm: error: {only} in {where} is not an nn.Module class, so confirm has "
+                  f"nothing of it to run{listed}", file=sys.stderr)
             return EXIT_ERROR
     verdicts = _confirm_files(work, confirm_findings, decode, max(1, args.jobs))
     counts = {status: 0 for status in STATUSES}

@@ -24,6 +24,7 @@ class ClassInfo:
     base_names: list[Optional[str]]
     methods: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     is_module: bool = False
+    kind: str = "unknown"  # one of the kinds below: module, not-module, unknown, other-framework
 
 
 class FileFacts:
@@ -143,7 +144,8 @@ class FileFacts:
             by_name.setdefault(info.name, []).append(info)
         decided: dict[int, str] = {}
         for info in self.classes.values():
-            info.is_module = self._class_kind(info, frozenset(), by_name, decided) == MODULE
+            info.kind = self._class_kind(info, frozenset(), by_name, decided)
+            info.is_module = info.kind == MODULE
 
     # Methods, not closures: a recursive closure is a reference cycle that would keep the
     # whole tree alive until the garbage collector finds it.

@@ -124,6 +124,24 @@ def class_names(source: str) -> list[str]:
     return [name for _, _, name in Scopes.of(source).top_classes]
 
 
+def classes_not_modules(source: str) -> set[str]:
+    """The module-level classes that cannot be nn.Modules, as the static pass tells them (no
+    base, or only builtin, standard-library, typing or other frameworks' bases, or torch classes
+    outside torch.nn): nothing of theirs can run. A class whose base is of unknown kind (imported
+    from the project) is left to the run, which sees what it is."""
+    import libcst as cst
+
+    from devlint.facts import NOT_MODULE, OTHER_FRAMEWORK, FileFacts
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return set()
+    top = [stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)]
+    facts = FileFacts(module)
+    return {facts.classes[node].name for node in top if facts.classes[node].kind in (NOT_MODULE, OTHER_FRAMEWORK)}
+
+
 # --- the child ---------------------------------------------------------------------------------
 def run_child(path: Path, options: Options) -> dict:
     """Run the file's modules in a child process of their own (a fresh interpreter, or a fresh fork
