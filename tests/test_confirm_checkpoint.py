@@ -118,12 +118,14 @@ def test_confirm_reads_every_checkpoint_format(checkpoints):
     assert restored["training-zip-cuda.pt"] == {"cuda:0": 15, "cpu": 4}  # Adam's step counters stay on the CPU
     with open(folder / "plain.pkl", "wb") as handle:
         pickle.dump({"epoch": 3}, handle)
+    torch.save({"epoch": 3, "note": "no tensors"}, folder / "epoch.pt")
     loads = [f'c{i} = torch.load("{name}")\n' for i, name in enumerate(names())]
-    (folder / "load.py").write_text("import torch\n\n" + "".join(loads) + 'other = torch.load("plain.pkl")\n')
+    (folder / "load.py").write_text("import torch\n\n" + "".join(loads) + 'epoch = torch.load("epoch.pt")\n'
+                                    'other = torch.load("plain.pkl")\n')
     r = devlint("confirm", "--output-format", "json", "load.py", cwd=folder)
     assert r.returncode == 1, r.stderr
     records = json.loads(r.stdout)
-    assert [x["location"]["row"] for x in records] == list(range(3, len(loads) + 4))
+    assert [x["location"]["row"] for x in records] == list(range(3, len(loads) + 5))
     for name, record in zip(names(), records):
         devices = ", ".join(f"{loc} x{n}" for loc, n in sorted(restored[name].items()))
         status, message = record["confirm"]["status"], record["confirm"]["message"]
@@ -133,6 +135,8 @@ def test_confirm_reads_every_checkpoint_format(checkpoints):
                                       f"raises RuntimeError: {CUDA_ERROR}"), message
         else:
             assert (status, message) == ("not-reproduced", f"{name} holds only {devices} storages")
+    epoch = records[-2]["confirm"]
+    assert (epoch["status"], epoch["message"]) == ("not-reproduced", "epoch.pt holds no tensor storages")
     other = records[-1]["confirm"]
     assert (other["status"], other["message"]) == (
         "not-run", "cannot read plain.pkl: ValueError: neither a zip nor a legacy torch.save file: not a torch checkpoint")

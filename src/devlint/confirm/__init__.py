@@ -440,7 +440,8 @@ def _confirm_load(path: Path, source: str, finding: engine.Finding, options: Opt
     if any(loc.startswith("cuda") for loc in locations):
         return Verdict("confirmed", f"{checkpoint.name} holds storages saved on {devices}; on a CPU-only machine "
                        f"torch.load raises {CPU_ONLY_ERROR}", finding.row, finding.row, "checkpoint")
-    return Verdict("not-reproduced", f"{checkpoint.name} holds only {devices or 'no'} storages", finding.row, finding.row, "checkpoint")
+    held = f"only {devices} storages" if devices else "no tensor storages"
+    return Verdict("not-reproduced", f"{checkpoint.name} holds {held}", finding.row, finding.row, "checkpoint")
 
 
 def _literal_path(path: Path, source: str, finding: engine.Finding) -> Optional[Path]:
