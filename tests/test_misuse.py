@@ -206,13 +206,23 @@ def test_confirm_device_cuda_without_a_gpu_exits_2_naming_the_option(tmp_path):
     (["--input-dtype", "float8", "model.py::A"], "--input-dtype must be one of float32, "),
     (["--init-kwargs", '{"dim": 4}', "model.py"], "--init-kwargs is for one class: name it as FILE.py::ClassName"),
     (["--input-shape", "2,4", "model.py"], "--input-shape is for one class: name it as FILE.py::ClassName"),
+    (["--timeout", "-3", "model.py"], "argument --timeout: expected a number above 0, not '-3'"),
+    (["--memory-mb", "0", "model.py"], "argument --memory-mb: expected a whole number above 0, not '0'"),
+    (["-j", "two", "model.py"], "argument -j/--jobs: expected a whole number above 0, not 'two'"),
 ], ids=["init-kwargs-not-json", "init-kwargs-not-object", "input-shape", "input-dtype", "init-kwargs-no-class",
-        "input-shape-no-class"])
+        "input-shape-no-class", "timeout", "memory-mb", "jobs"])
 def test_confirm_a_bad_option_value_exits_2_naming_the_option(tmp_path, args, message):
     write(tmp_path, {"model.py": TWO_CLASSES})
     r = run("confirm", *args, cwd=tmp_path)
     assert (r.returncode, r.stdout) == (2, "")
     assert f"devlint confirm: error: {message}" in r.stderr
+
+
+def test_check_jobs_must_be_a_count(tmp_path):
+    write(tmp_path, {"m.py": LOADS})
+    r = run("-j", "0", "m.py", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert "devlint check: error: argument -j/--jobs: expected a whole number above 0, not '0'" in r.stderr
 
 
 def test_confirm_a_bad_input_dtype_in_the_configuration_exits_2_naming_it(tmp_path):

@@ -77,7 +77,7 @@ def _add_check_options(p) -> None:
     p.add_argument("--add-noqa", action="store_true", help="write `# noqa: CODE` on every finding's line")
     p.add_argument("--stdin-filename", metavar="PATH", help="the path of the code read from standard input (for settings and messages)")
     p.add_argument("--force-exclude", action="store_true", help="apply the configured excludes to paths given on the command line too")
-    p.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes (default: one per core)")
+    p.add_argument("-j", "--jobs", type=_positive(int), metavar="N", help="worker processes (default: one per core)")
     p.add_argument("--no-cache", action="store_true", help="check every file again, ignoring .devlint_cache/")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help="where to keep the cache (default: .devlint_cache/ beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
@@ -120,9 +120,9 @@ def _add_confirm_options(p) -> None:
                    help="one per positional input of forward")
     p.add_argument("--input-dtype", default="float32", metavar="DTYPE", help="dtype of the inputs (int64 for token ids)")
     p.add_argument("--checkpoint", type=Path, metavar="FILE", help="the checkpoint a DEV002 finding loads")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="per file (default 120)")
-    p.add_argument("--memory-mb", type=int, metavar="MB", help="address-space limit per file (default 8192)")
-    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+    p.add_argument("--timeout", type=_positive(float), metavar="SECONDS", help="per file (default 120)")
+    p.add_argument("--memory-mb", type=_positive(int), metavar="MB", help="address-space limit per file (default 8192)")
+    p.add_argument("-j", "--jobs", type=_positive(int), default=1, metavar="N",
                    help="files run at once, each in its own process (default 1); results keep the input order")
     p.add_argument("--values", choices=VALUES_CHOICES, help="whether the stand-in device holds real data: "
                    "auto (default) re-runs with data a module whose data-dependent code stops the data-less run")
@@ -155,6 +155,21 @@ def _shape(value: str) -> list[int]:
 def _add_server_options(p) -> None:
     p.add_argument("--debounce", type=_seconds, default=0.25, metavar="SECONDS",
                    help="how long after the last change a buffer is checked (default: 0.25)")
+
+
+def _positive(kind):
+    """An argparse type: a number of `kind` above 0 (a count of workers, seconds, megabytes)."""
+    def parse(value: str):
+        try:
+            number = kind(value)
+        except ValueError:
+            number = 0
+        if not number > 0:
+            word = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {word} above 0, not {value!r}")
+        return number
+
+    return parse
 
 
 def _seconds(value: str) -> float:
