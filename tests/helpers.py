@@ -29,10 +29,10 @@ def lint(source: str, select: tuple[str, ...] = ("DEV",), target_torch=None) -> 
     return Linter(settings, Path("m.py")).check(source)
 
 
-def devlint(*args, cwd, input=None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """`prefix`: a command to run devlint under (`setpriv ...`)."""
+def devlint(*args, cwd, input=None, prefix: tuple[str, ...] = (), env=None) -> subprocess.CompletedProcess:
+    """`prefix`: a command to run devlint under (`setpriv ...`); `env`: its environment (default: ours)."""
     return subprocess.run([*prefix, sys.executable, "-m", "devlint", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, input=input)
+                          cwd=cwd, capture_output=True, text=True, input=input, env=env)
 
 
 def git(cwd, *args) -> subprocess.CompletedProcess:

@@ -37,7 +37,7 @@ def test_fixture_round_trip(path, unsafe):
     ast.parse(result.text)  # the result parses
     second = fix(result.text, unsafe)
     assert second.text == result.text and not second.fixed  # a second fix changes nothing
-    assert not [f for f in result.remaining if f.fix is not None and f.fix.applies(unsafe)]
+    assert not [f for f in result.remaining if f.fixable(unsafe)]
     # the lines the fixes did not touch are byte-for-byte the same
     touched = {row for f in result.fixed for row in range(f.fix.edits[0].row, f.fix.edits[0].end_row + 1)}
     matcher = difflib.SequenceMatcher(a=source.splitlines(), b=result.text.splitlines(), autojunk=False)

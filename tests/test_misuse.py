@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from devlint.output import rule_url
+from helpers import devlint
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="confirm runs modules with torch")
@@ -39,8 +40,8 @@ def plain_env(**extra: str) -> dict:
 
 
 def run(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "devlint", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env=env if env is not None else plain_env())
+    """devlint as a user runs it, without the colour variables of this environment."""
+    return devlint(*args, cwd=cwd, env=env if env is not None else plain_env())
 
 
 # --- a closed pipe: quiet, exit 1 ------------------------------------------------------------------

@@ -557,8 +557,7 @@ def _input_dtype(value, where: str) -> str:
 def run_confirm(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError
-    from devlint.confirm import (STATUSES, Options, class_names, classes_not_modules, confirm_findings, cuda_missing,
-                                 torch_missing)
+    from devlint.confirm import STATUSES, Options, confirm_findings, cuda_missing, selectable_classes, torch_missing
     from devlint.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
@@ -606,8 +605,7 @@ def run_confirm(args: argparse.Namespace) -> int:
 
     reports, work = [], []
     for root, only in targets:
-        defined: dict[str, list[str]] = {}  # the classes each file of the target defines
-        not_modules: dict[str, set[str]] = {}  # those of them that cannot be nn.Modules
+        defined: dict[str, dict[str, bool]] = {}  # per file of the target: its classes, and which may be modules
         for path, problem in discover([root], settings):
             if problem is None and path.suffix == ".ipynb":  # confirm runs modules, not notebooks
                 if path == root:
@@ -617,27 +615,14 @@ def run_confirm(args: argparse.Namespace) -> int:
             reports.append(report)
             if only and not report.error:
                 try:
-                    source = decode(path.read_bytes())[0]
-                    defined[report.display] = class_names(source)
-                    not_modules[report.display] = classes_not_modules(source)
+                    defined[report.display] = selectable_classes(decode(path.read_bytes())[0])
                 except (OSError, SourceError):
                     pass
             if report.findings and not report.error:
                 work.append((report, path, dataclasses.replace(options, only_class=only)))
-        if only and defined and not any(only in names for names in defined.values()):
-            names = sorted({name for names in defined.values() for name in names})
-            where = next(iter(defined)) if root.is_file() else str(root)
-            listed = f" (its classes: {', '.join(names)})" if names else " (it defines no class)"
-            print(f"devlint confirm: error: no class named {only} in {where}{listed}", file=sys.stderr)
-            return EXIT_ERROR
-        holders = [display for display, names in defined.items() if only in names]
-        if holders and all(only in not_modules.get(display, ()) for display in holders):
-            others = sorted({name for display, names in defined.items() for name in names
-                             if name not in not_modules.get(display, ())})
-            listed = f" (the classes it can run: {', '.join(others)})" if others else ""
-            where = holders[0] if len(holders) == 1 else str(root)
-            print(f"devlint confirm: error: {only} in {where} is not an nn.Module class, so confirm has "
-                  f"nothing of it to run{listed}", file=sys.stderr)
+        problem = _selection_problem(only, defined, root) if only and defined else None
+        if problem:
+            print(f"devlint confirm: error: {problem}", file=sys.stderr)
             return EXIT_ERROR
     verdicts = _confirm_files(work, confirm_findings, decode, max(1, args.jobs))
     counts = {status: 0 for status in STATUSES}
@@ -666,6 +651,22 @@ def run_confirm(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items() if n)
         print(summary or "No findings to confirm.")
     return EXIT_FINDINGS if counts["confirmed"] else EXIT_CLEAN
+
+
+def _selection_problem(only: str, defined: dict[str, dict[str, bool]], root: Path) -> Optional[str]:
+    """Why `ROOT::ONLY` selects nothing to run, given the classes each file under `root` defines
+    (and whether each may be an nn.Module); None when it selects a class."""
+    holders = [display for display, classes in defined.items() if only in classes]
+    if not holders:
+        names = sorted({name for classes in defined.values() for name in classes})
+        where = next(iter(defined)) if root.is_file() else str(root)
+        return f"no class named {only} in {where}" + (f" (its classes: {', '.join(names)})" if names else " (it defines no class)")
+    if any(defined[display][only] for display in holders):
+        return None
+    runnable = sorted({name for classes in defined.values() for name, may_run in classes.items() if may_run})
+    where = holders[0] if len(holders) == 1 else str(root)
+    return (f"{only} in {where} is not an nn.Module class, so confirm has nothing of it to run"
+            + (f" (the classes it can run: {', '.join(runnable)})" if runnable else ""))
 
 
 def _confirm_files(work, confirm_findings, decode, jobs: int) -> dict:

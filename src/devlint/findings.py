@@ -51,6 +51,10 @@ class Finding:
     def is_file_error(self) -> bool:
         return self.code is None
 
+    def fixable(self, unsafe: bool) -> bool:
+        """Whether `--fix` (with `--unsafe-fixes` when `unsafe`) fixes it."""
+        return self.fix is not None and self.fix.applies(unsafe)
+
 
 def file_error(message: str, row: int = 1, column: int = 1) -> Finding:
     """The file could not be read, decoded, parsed or fixed: said where the findings go."""

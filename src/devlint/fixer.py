@@ -49,7 +49,7 @@ def fix_text(source: str, check: Check, unsafe: bool, findings: Optional[list[Fi
         return FixResult(source, remaining=before, problem=problem, before=before)
 
     for _ in range(MAX_ROUNDS):
-        chosen = _non_overlapping([f for f in findings if f.fix is not None and f.fix.applies(unsafe)])
+        chosen = _non_overlapping([f for f in findings if f.fixable(unsafe)])
         if not chosen:
             break
         new_text = apply_edits(text, [e for f in chosen for e in f.fix.edits])
@@ -62,7 +62,7 @@ def fix_text(source: str, check: Check, unsafe: bool, findings: Optional[list[Fi
         except ParseError as exc:
             return unchanged(f"the fixed code does not parse ({exc.message})")
     else:
-        if any(f.fix is not None and f.fix.applies(unsafe) for f in findings):
+        if any(f.fixable(unsafe) for f in findings):
             return unchanged(f"fixes did not settle in {MAX_ROUNDS} rounds")
     if text == source:
         return unchanged()

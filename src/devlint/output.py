@@ -86,7 +86,7 @@ def text_line(report: FileReport, f: Finding, unsafe: bool = False, style: Style
     place = f"{style.bold(report.display)}{colon}{where(f).replace(':', colon)}{colon}"
     if f.is_file_error:
         return f"{place} {style.code('error')}: {f.message}"
-    mark = f"{style.fixable()} " if f.fix is not None and f.fix.applies(unsafe) else ""
+    mark = f"{style.fixable()} " if f.fixable(unsafe) else ""
     return f"{place} {style.rule(f.code)} {mark}{f.message}"
 
 
@@ -121,14 +121,14 @@ def write_text(
         if fixing:
             _write_fix_summary({r.display: r.fixed for r in reports}, "Fixed {}:", out, style)
         else:
-            fixable_now = {r.display: [f for f in r.findings if f.fix is not None and f.fix.applies(unsafe)] for r in reports}
+            fixable_now = {r.display: [f for f in r.findings if f.fixable(unsafe)] for r in reports}
             _write_fix_summary(fixable_now, "--fix would fix {}:", out, style)
     if not summary:
         return
     findings, errors = count(reports)
     remaining = [f for r in reports for f in r.findings]
-    fixable = sum(1 for f in remaining if f.fix is not None and f.fix.applies(unsafe))
-    hidden = sum(1 for f in remaining if f.fix is not None and not f.fix.applies(unsafe))
+    fixable = sum(1 for f in remaining if f.fixable(unsafe))
+    hidden = sum(1 for f in remaining if f.fixable(True) and not f.fixable(unsafe))
     more = f" ({hidden} more fixable with --unsafe-fixes)" if hidden else ""
     if fixing:
         fixed = sum(len(r.fixed) for r in reports)
@@ -177,7 +177,7 @@ def write_diff(reports: Sequence[FileReport], out: TextIO, err: TextIO, baseline
     print(f"Would fix {_plural(fixed, 'finding')}." if fixed else "No fixes available.", file=err)
     if baselined:
         print(baselined_line(baselined), file=err)
-    errors = sum(1 for r in reports if r.error)
+    errors = count(reports)[1]
     if errors:
         print(f"{_plural(errors, 'file')} could not be checked.", file=err)
 
@@ -191,7 +191,7 @@ def statistics(reports: Sequence[FileReport], unsafe: bool = False) -> list[dict
             found.setdefault(f.code, []).append(f)
     return [
         {"code": code, "name": NAMES[code], "count": len(fs),
-         "fixable": all(f.fix is not None and f.fix.applies(unsafe) for f in fs)}
+         "fixable": all(f.fixable(unsafe) for f in fs)}
         for code, fs in sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))
     ]
 
@@ -210,11 +210,11 @@ def write_statistics_json_lines(reports: Sequence[FileReport], out: TextIO, unsa
 
 
 def _write_statistics(reports: Sequence[FileReport], out: TextIO, style: Style = PLAIN) -> None:
-    counts = Counter(f.code for r in reports for f in r.findings)
-    width = len(str(max(counts.values()))) if counts else 1
-    for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        padded = f"{n:>{width}}"
-        print(f"{style.bold(padded)}\t{style.code(code)}\t{NAMES[code]}", file=out)
+    counts = statistics(reports)
+    width = max((len(str(c["count"])) for c in counts), default=1)
+    for c in counts:
+        padded = f"{c['count']:>{width}}"
+        print(f"{style.bold(padded)}\t{style.code(c['code'])}\t{c['name']}", file=out)
 
 
 def records(reports: Sequence[FileReport]) -> list[dict]:

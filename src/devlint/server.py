@@ -297,8 +297,7 @@ class DevlintServer(LanguageServer):
         lines = _lines(cell.source)
         actions = self.quick_fixes(uri, cell.version, lines, result.in_cell(cell), params.range) if _wanted(
             types.CodeActionKind.QuickFix, only) else []
-        if _wanted(FIX_ALL, only) and any(f.fix is not None and f.fix.applies(result.settings.unsafe_fixes)
-                                          for f in result.findings):
+        if _wanted(FIX_ALL, only) and any(f.fixable(result.settings.unsafe_fixes) for f in result.findings):
             action = await asyncio.get_running_loop().run_in_executor(
                 self.checker, self.fix_all_notebook, notebook_uri, result)
             if action is not None:
@@ -408,8 +407,7 @@ class DevlintServer(LanguageServer):
         actions: list[types.CodeAction] = []
         if _wanted(types.CodeActionKind.QuickFix, only):
             actions = self.quick_fixes(uri, result.version, lines, result.findings, params.range)
-        if _wanted(FIX_ALL, only) and any(f.fix is not None and f.fix.applies(result.settings.unsafe_fixes)
-                                          for f in result.findings):
+        if _wanted(FIX_ALL, only) and any(f.fixable(result.settings.unsafe_fixes) for f in result.findings):
             action = await asyncio.get_running_loop().run_in_executor(self.checker, self.fix_all, uri, result)
             if action is not None:
                 actions.append(action)

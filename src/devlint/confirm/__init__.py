@@ -12,7 +12,6 @@ import ast
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
 from devlint.confirm.lines import cpu_seconds
 
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run", "not-selected")
-# the dtype names an input may have (the child's DTYPES): checked before any run, without torch
+# the dtype names an input may have, each the name of a torch dtype: checked before any run, without torch
 INPUT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "long", "int32", "bool")
 RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012"}
 SCENARIO_NAMES = {
@@ -119,27 +118,25 @@ def cuda_missing(timeout: float = 300.0) -> Optional[str]:
     return None
 
 
-def class_names(source: str) -> list[str]:
-    """The classes a file defines at module level (those `FILE::Class` can select), in order."""
-    return [name for _, _, name in Scopes.of(source).top_classes]
-
-
-def classes_not_modules(source: str) -> set[str]:
-    """The module-level classes that cannot be nn.Modules, as the static pass tells them (no
-    base, or only builtin, standard-library, typing or other frameworks' bases, or torch classes
-    outside torch.nn): nothing of theirs can run. A class whose base is of unknown kind (imported
-    from the project) is left to the run, which sees what it is."""
+def selectable_classes(source: str) -> dict[str, bool]:
+    """The classes `FILE::Class` can select (at module level, in order), each with whether it may
+    be an nn.Module. False where the static pass tells it cannot (no base, or only builtin,
+    standard-library, typing or other frameworks' bases, or a torch class outside torch.nn):
+    nothing of it can run. A class over a base of unknown kind (imported from the project) may
+    be one: the run sees what it is."""
     import libcst as cst
 
     from devlint.facts import NOT_MODULE, OTHER_FRAMEWORK, FileFacts
 
+    names = [name for _, _, name in Scopes.of(source).top_classes]
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
-        return set()
-    top = [stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)]
+        return dict.fromkeys(names, True)
     facts = FileFacts(module)
-    return {facts.classes[node].name for node in top if facts.classes[node].kind in (NOT_MODULE, OTHER_FRAMEWORK)}
+    cannot = {facts.classes[node].name for node in module.body
+              if isinstance(node, cst.ClassDef) and facts.classes[node].kind in (NOT_MODULE, OTHER_FRAMEWORK)}
+    return {name: name not in cannot for name in names}
 
 
 # --- the child ---------------------------------------------------------------------------------
@@ -160,16 +157,13 @@ def run_child(path: Path, options: Options) -> dict:
         env["CUDA_VISIBLE_DEVICES"] = ""  # hermetic: a CPU-only host, whatever this machine has
     limit = options.memory_mb * 1024 * 1024
 
-    def limit_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
     progress_read, progress_write = os.pipe()
     # forked from the thread's warm process in a `warm_processes` block (torch imported once), else a fresh interpreter
     proc = zygote.spawn(env, path.parent, limit, write_end, progress_write) or subprocess.Popen(
         [sys.executable, "-m", "devlint.confirm.child", str(write_end), str(progress_write)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        pass_fds=(write_end, progress_write), start_new_session=True, preexec_fn=limit_memory, env=env, cwd=str(path.parent),
+        pass_fds=(write_end, progress_write), start_new_session=True, env=env, cwd=str(path.parent),
+        preexec_fn=lambda: zygote.limit_resources(limit),
     )
     os.close(write_end)
     os.close(progress_write)

@@ -31,7 +31,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from devlint import names  # imports nothing but Python
-from devlint.confirm import placement
+from devlint.confirm import INPUT_DTYPES, placement
 from devlint.confirm.lines import CLOCK, LineTracer, Progress
 
 PROGRESS = Progress(None)
@@ -363,8 +363,7 @@ def constructible(cls: type) -> bool:
     return all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
 
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-          "int64": torch.int64, "long": torch.int64, "int32": torch.int32, "bool": torch.bool}
+DTYPES = {name: getattr(torch, name) for name in INPUT_DTYPES}  # torch.long is torch.int64
 
 
 def make_inputs(specs: list[dict], device: str) -> tuple:

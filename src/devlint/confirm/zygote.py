@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -267,7 +268,6 @@ def serve(fd: int) -> None:
 def _child(connection: socket.socket, request: dict, fds: list[int], torch, child) -> None:
     """In the fork: become what `python -m devlint.confirm.child` started in the file's folder
     would be, run the file, and exit; never returns into the zygote's loop."""
-    import resource
     import traceback
 
     status = 1
@@ -278,9 +278,7 @@ def _child(connection: socket.socket, request: dict, fds: list[int], torch, chil
             os.dup2(fd, standard)
             os.close(fd)
         os.setsid()
-        limit = request["memory"]
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        limit_resources(request["memory"])
         os.chdir(request["cwd"])
         sys.path[0] = request["cwd"]  # as `-m` puts it; signal handlers are a fresh interpreter's (the zygote set none)
         sys.argv = [child.__file__, str(channel), str(progress)]
@@ -301,6 +299,14 @@ def _child(connection: socket.socket, request: dict, fds: list[int], torch, chil
             except BaseException:  # noqa: BLE001 - a closed stream must not keep the fork alive
                 pass
         os._exit(status)
+
+
+def limit_resources(memory: int) -> None:
+    """What a file's process may take: `memory` bytes of address space, and no core dump. Called
+    in the new process before it runs anything (a fork, or a `preexec_fn`: hence `resource` is
+    imported with this module, not here)."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _threads() -> Optional[int]:
