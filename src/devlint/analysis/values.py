@@ -382,3 +382,63 @@ def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
         if p.annotation is not None and syntax.dotted_name(p.annotation.annotation) in ("int", "float", "bool")
         and (p.default is None or syntax.is_number_literal(p.default))
     }
+
+
+# --- local names bound to a tensor's device ------------------------------------------------------
+# Names that say they hold settings, a device or a dtype, not a tensor (`args.device`, `rank`).
+NOT_TENSOR_WORDS = ("device", "dtype", "type", "rank", "gpu", "cuda", "cpu", "args", "cfg", "config", "opt", "hparams")
+
+
+def may_be_tensor(expr: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    """`x`, `inputs[0]`, `self.weight`: not `self`, nor a name that says it holds a device, a dtype or
+    settings (`device`, `rank`, `args`)."""
+    if isinstance(expr, cst.Name) and expr.value == self_name:
+        return False
+    last = (syntax.last_name(expr) or "").lower()
+    return last != "dev" and not any(word in last for word in NOT_TENSOR_WORDS)
+
+
+def is_tensor_device(expr: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    """`x.device`, `self.weight.device`: the device a tensor lives on."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and may_be_tensor(expr.value, self_name)
+
+
+def tensor_device_names(func: cst.FunctionDef, self_name: Optional[str]) -> frozenset:
+    """The local names of func bound only to a tensor's device (`device = img.device`, `device, dtype =
+    x.device, x.dtype`): every binding is such an assignment; parameters, loop targets and other
+    bindings are not."""
+    values_of: dict[str, list] = {}
+    other = set(syntax.param_names(func.params))
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                pairs = _target_values(target.target, node.value)
+                for name, value in pairs:
+                    values_of.setdefault(name, []).append(value)
+                if not pairs or len(pairs) != sum(1 for n in syntax.walk(target.target) if isinstance(n, cst.Name)):
+                    other.update(n.value for n in syntax.walk(target.target) if isinstance(n, cst.Name))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
+            values_of.setdefault(node.target.value, []).append(None if isinstance(node, cst.AugAssign) else node.value)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            other.update(n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name))
+        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
+            other.add(node.name.value)
+    return frozenset(
+        name for name, bound in values_of.items()
+        if name not in other and all(v is not None and is_tensor_device(v, self_name) for v in bound)
+    )
+
+
+def _target_values(target: cst.BaseExpression, value: cst.BaseExpression) -> list:
+    """(name, value) for `name = value` and for each name of `a, b = x, y` (same length)."""
+    if isinstance(target, cst.Name):
+        return [(target.value, value)]
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements):
+        pairs = []
+        for t, v in zip(target.elements, value.elements):
+            if isinstance(t, cst.StarredElement) or isinstance(v, cst.StarredElement):
+                return []
+            pairs.extend(_target_values(t.value, v.value))
+        return pairs
+    return []

@@ -72,8 +72,9 @@ class UnregisteredTensorAttribute(Rule):
         # class name -> every attribute name its instances may already have (None: unknown,
         # e.g. a base imported from elsewhere, where a property or attribute may stand).
         self.attributes: dict[str, Optional[set[str]]] = {}
-        self._apply_targets: Optional[frozenset] = None  # see _moved_by_hand
+        self._apply_moves: Optional[list] = None  # see _moved_by_hand
         self.lightning_classes: set[str] = set()  # names of this file's LightningModule classes
+        self._locals: dict[cst.FunctionDef, _Locals] = {}  # per open function, what its local names hold
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         frame = self.ctx.function
@@ -86,8 +87,11 @@ class UnregisteredTensorAttribute(Rule):
         parent = ancestors[-2]
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node:
             return  # a store, not a read
+        local = self._locals.get(frame.node)
+        if local is None:
+            local = self._locals[frame.node] = _Locals(frame.node, frame.self_name, self.facts)
         reads = self._classes[frame.klass].moved_at_reads
-        reads[name] = reads.get(name, True) and _moved_at_read(ancestors, frame.self_name, self.facts)
+        reads[name] = reads.get(name, True) and _moved_at_read(ancestors, frame.self_name, self.facts, local)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -103,6 +107,7 @@ class UnregisteredTensorAttribute(Rule):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop(self.ctx.function)
+        self._locals.pop(node, None)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assign(node, [t.target for t in node.targets], node.value)
@@ -121,9 +126,12 @@ class UnregisteredTensorAttribute(Rule):
         env, integral_names = state.kinds, state.integral_names
         kind = self.values.kind(value, env, frame.self_name, methods)
         integral = kind == TENSOR and is_integral(value, integral_names, self.facts)
+        properties = self.facts.properties(frame.klass.node)
         for target in targets:
             attribute = frame.self_attribute(target)
             if attribute is not None:
+                if attribute in properties:
+                    continue  # a property's setter decides where the value goes: not a plain attribute
                 if kind is not None:
                     after_init = frame.method != "__init__" or state.after_init
                     self._classes[frame.klass].candidates.append(
@@ -145,9 +153,10 @@ class UnregisteredTensorAttribute(Rule):
         lightning = self._is_lightning_module(node)
         if lightning:
             self.lightning_classes.add(node.name.value)
+        moved_by_hand = self._moved_by_hand(node)
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in state.buffers or state.moved_at_reads.get(name, False) or name in self._moved_by_hand():
+            if name in state.buffers or state.moved_at_reads.get(name, False) or name in moved_by_hand:
                 continue
             if lightning and name == "example_input_array":  # Lightning moves it to the module's device
                 continue
@@ -157,18 +166,33 @@ class UnregisteredTensorAttribute(Rule):
                 None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class()),
             )
 
-    def _moved_by_hand(self) -> frozenset:
-        """Attributes that an override of `_apply` in this file sets (`m.grid = list(map(fn, m.grid))`):
-        the module moves them itself with every `model.to()`, `.cuda()` or `.half()`."""
-        if self._apply_targets is None:
-            self._apply_targets = frozenset(
-                target.target.attr.value
-                for info in self.facts.classes.values()
-                for method in info.methods.get("_apply", ())
-                for node in syntax.walk_expressions(method.body) if isinstance(node, cst.Assign)
-                for target in node.targets if isinstance(target.target, cst.Attribute)
-            )
-        return self._apply_targets
+    def _moved_by_hand(self, node: cst.ClassDef) -> set[str]:
+        """The attributes of this class that an override of `_apply` in this file reassigns, so that
+        the module moves them itself with every `model.to()`, `.cuda()` or `.half()`: on `self` in
+        this class or a same-file base (`self.grid = fn(self.grid)`); on another object whose class
+        is this one or a same-file base of it (`m.grid = list(map(fn, m.grid))` with `m =
+        self.head` and `self.head = Detect(...)`, or under `isinstance(m, Detect)`); on another
+        object of a class not known, in any class but the override's own."""
+        if self._apply_moves is None:
+            self._apply_moves = [move for info in self.facts.classes.values()
+                                 for method in info.methods.get("_apply", ()) for move in _apply_moves(info, method, self.facts)]
+        lineage = self._lineage(node)
+        return {
+            attribute for classes, owner, attribute in self._apply_moves
+            if (classes & lineage if classes is not None else owner not in lineage)
+        }
+
+    def _lineage(self, node: cst.ClassDef) -> set[str]:
+        """The class's name and those of its same-file bases, transitively."""
+        names_, pending = set(), [node.name.value]
+        while pending:
+            name = pending.pop()
+            if name in names_:
+                continue
+            names_.add(name)
+            pending.extend(base for info in self.facts.classes.values() if info.name == name
+                           for base in info.base_names if base is not None)
+        return names_
 
     def _message(self, name: str, single_tensor: bool, taken: bool) -> str:
         nn_buffer = self.ctx.torch_at_least(2, 5)
@@ -197,14 +221,9 @@ class UnregisteredTensorAttribute(Rule):
         """`nn.Buffer` as this file can name it, where the target torch has it (2.5); else None."""
         if not self.ctx.torch_at_least(2, 5):
             return None
-        aliases = self.facts.aliases
-        for alias, target in aliases.items():
-            if target == "torch.nn":
-                return cst.Attribute(cst.Name(alias), cst.Name("Buffer"))
-        for alias, target in aliases.items():
-            if target == "torch":
-                return cst.Attribute(cst.Attribute(cst.Name(alias), cst.Name("nn")), cst.Name("Buffer"))
-        return None
+        # Only an import above the class is bound when the method runs (not one in a function or under `__main__`).
+        spelled = self.facts.spelling("torch.nn.Buffer", before=self.ctx.ancestors[1])
+        return cst.parse_expression(spelled) if spelled is not None else None
 
     def _existing_attributes(self, node: cst.ClassDef, plain: set[str]) -> Optional[set[str]]:
         """Names that register_buffer would find taken: plain attributes set in methods, names
@@ -228,12 +247,88 @@ class UnregisteredTensorAttribute(Rule):
         return names
 
 
-def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts) -> bool:
+def _apply_moves(info, method: cst.FunctionDef, facts) -> list[tuple[Optional[frozenset], str, str]]:
+    """(classes covered, the override's class, attribute) for each attribute an `_apply` override
+    reassigns: classes covered is the override's own for `self.NAME = ...`, the receiver's class
+    (or classes) where known for `m.NAME = ...`, None where not known."""
+    params = [*method.params.posonly_params, *method.params.params]
+    self_name = params[0].name.value if params else None
+    tested: dict[str, set[str]] = {}  # receiver -> classes an `isinstance(receiver, ...)` names
+    bound: dict[str, set[str]] = {}  # local name -> classes it is built as, or taken from `self.ATTR` as
+    found = []
+    for node in syntax.walk_expressions(method.body):
+        if isinstance(node, cst.Call) and syntax.dotted_name(node.func) == "isinstance" and len(node.args) == 2:
+            receiver = syntax.dotted_name(node.args[0].value)
+            kinds = node.args[1].value
+            kinds = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+            if receiver is not None:
+                tested.setdefault(receiver, set()).update(syntax.last_name(k) or "" for k in kinds)
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            classes = _built_class(node.value, self_name, info)
+            if classes:
+                bound.setdefault(node.targets[0].target.value, set()).update(classes)
+    for node in syntax.walk_expressions(method.body):
+        if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            continue
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            for element in _flattened(target):
+                if not isinstance(element, cst.Attribute):
+                    continue  # `self.grid[i] = fn(...)` writes into the table: it moves nothing
+                receiver = element.value
+                if isinstance(receiver, cst.Name) and receiver.value == self_name:
+                    found.append((frozenset({info.name}), info.name, element.attr.value))
+                    continue
+                dotted = syntax.dotted_name(receiver)
+                classes = set(tested.get(dotted or "", ()))
+                if isinstance(receiver, cst.Name):
+                    classes |= bound.get(receiver.value, set())
+                else:
+                    classes |= _built_class(receiver, self_name, info)
+                found.append((frozenset(classes) if classes else None, info.name, element.attr.value))
+    return found
+
+
+def _flattened(target: cst.BaseExpression):
+    """The targets of `a, (b, c) = ...`."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _flattened(element.value)
+    else:
+        yield target
+
+
+def _built_class(value: cst.BaseExpression, self_name: Optional[str], info) -> set[str]:
+    """The class names `value` is known to be an instance of: `Detect(...)`, or `self.ATTR` where a
+    method of the class assigns `self.ATTR = Detect(...)`."""
+    if isinstance(value, cst.Call):
+        name = syntax.dotted_name(value.func)
+        return {name.rsplit(".", 1)[-1]} if name is not None and name[:1].isupper() else set()
+    if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == self_name):
+        return set()
+    classes = set()
+    for definitions in info.methods.values():
+        for definition in definitions:
+            for node in syntax.walk_expressions(definition.body):
+                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Attribute) and target.target.attr.value == value.attr.value \
+                                and isinstance(target.target.value, cst.Name):
+                            classes |= _built_class(node.value, None, info)
+    return classes
+
+
+def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts, local: "_Locals") -> bool:
     """Whether the `self.NAME` read at `ancestors[-1]` is moved right there to a device taken from a
-    tensor: `self.NAME.to(x.device)`, `.to(x)`, `.to(device=x.device)`, `.type_as(x)`, after a
-    slice too (`self.NAME[:, :n].to(x.device)`)."""
+    tensor: `self.NAME.to(x.device)`, `.to(x)`, `.to(device=x.device)`, `.type_as(x)`, `.to(device)`
+    with `device` a local name bound to a tensor's device (`device = x.device`), after integer
+    indices and slices too (`self.NAME[:, :n].to(x.device)`, `self.NAME[0].to(x)`). Any other index
+    (`self.NAME[t].to(x.device)`) is taken on the CPU table before the move: with a device `t` it
+    raises there."""
     read, index = ancestors[-1], len(ancestors) - 2
     while isinstance(ancestors[index], cst.Subscript) and ancestors[index].value is read:
+        if not all(_moves_nothing(element, facts, local) for element in ancestors[index].slice):
+            return False
         read, index = ancestors[index], index - 1
     method, call = ancestors[index], ancestors[index - 1]
     if not (isinstance(method, cst.Attribute) and method.value is read and method.attr.value in ("to", "type_as")
@@ -245,22 +340,79 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
     if device is None:
         return False
     value = device.value
-    if isinstance(value, cst.Attribute) and value.attr.value == "device":  # `x.device`, `self.weight.device`
-        return _may_be_tensor(value.value, self_name)
+    if values.is_tensor_device(value, self_name):  # `x.device`, `self.weight.device`
+        return True
+    if isinstance(value, cst.Name) and value.value in local.device_names():  # `device = x.device`
+        return True
     # `.to(x)`: a local name, not an imported one (`from torch import float16`)
-    return device.keyword is None and isinstance(value, cst.Name) and facts.resolve(value) is None and _may_be_tensor(value, self_name)
+    return (device.keyword is None and isinstance(value, cst.Name) and facts.resolve(value) is None
+            and values.may_be_tensor(value, self_name))
 
 
-NOT_TENSOR_WORDS = ("device", "dtype", "type", "rank", "gpu", "cuda", "cpu", "args", "cfg", "config", "opt", "hparams")
-
-
-def _may_be_tensor(expr: cst.BaseExpression, self_name: Optional[str]) -> bool:
-    """`x`, `inputs[0]`, `self.weight`: not `self`, nor a name that says it holds a device, a dtype or
-    settings (`device`, `rank`, `args`)."""
-    if isinstance(expr, cst.Name) and expr.value == self_name:
+def _moves_nothing(element: cst.SubscriptElement, facts, local: "_Locals") -> bool:
+    """An index that takes a part of a tensor wherever the tensor is: a slice, an integer (a Python
+    scalar, a `for i in range(...)` name), `None` or `...`."""
+    index = element.slice
+    if isinstance(index, cst.Slice):
+        return True
+    if index.star is not None:
         return False
-    last = (syntax.last_name(expr) or "").lower()
-    return last != "dev" and not any(word in last for word in NOT_TENSOR_WORDS)
+    value = index.value
+    if isinstance(value, cst.Ellipsis) or (isinstance(value, cst.Name) and value.value == "None"):
+        return True
+    if isinstance(value, cst.Name) and value.value in local.range_names():
+        return True
+    return values.is_python_scalar(value, facts, local.scalar_names)
+
+
+class _Locals:
+    """What a function's local names hold, asked of one read at a time (computed on first use)."""
+
+    def __init__(self, func: cst.FunctionDef, self_name: Optional[str], facts) -> None:
+        self.func, self.self_name, self.facts = func, self_name, facts
+        self._scalars: Optional[frozenset] = None
+        self._devices: Optional[frozenset] = None
+        self._ranges: Optional[frozenset] = None
+
+    def scalar_names(self) -> frozenset:
+        if self._scalars is None:
+            self._scalars = values.scalar_names(self.func, self.facts)
+        return self._scalars
+
+    def device_names(self) -> frozenset:
+        if self._devices is None:
+            self._devices = values.tensor_device_names(self.func, self.self_name)
+        return self._devices
+
+    def range_names(self) -> frozenset:
+        """Names bound only as the target of `for i in range(...)` (or the index of `enumerate(...)`)."""
+        if self._ranges is None:
+            looped, other = set(), set(syntax.param_names(self.func.params))
+            for node in syntax.walk_expressions(self.func.body):
+                if isinstance(node, (cst.For, cst.CompFor)):
+                    counter = _loop_counter(node.target, node.iter)
+                    names_bound = {n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name)}
+                    if counter is not None:
+                        looped.add(counter)
+                        names_bound.discard(counter)
+                    other |= names_bound
+                elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    other.update(n.value for t in targets for n in syntax.walk(t) if isinstance(n, cst.Name))
+            self._ranges = frozenset(looped - other)
+        return self._ranges
+
+
+def _loop_counter(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[str]:
+    """`i` in `for i in range(n)` and `for i, item in enumerate(items)`."""
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
+        return None
+    if iterable.func.value == "range" and isinstance(target, cst.Name):
+        return target.value
+    if iterable.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements \
+            and isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
 
 
 def _register_buffer_fix(candidate: _Candidate, name: str, buffer_class: Optional[cst.BaseExpression]) -> Optional[NodeFix]:

@@ -221,8 +221,11 @@ class ModuleInPlainContainer(Rule):
         local = env.get(value.value) if isinstance(value, cst.Name) else None
         contents = local if isinstance(local, _Contents) else self._contents(value, env)
         built = self._built(value, env)
+        properties = self.facts.properties(frame.klass.node)
         for target in targets:
             attribute = frame.self_attribute(target)
+            if attribute in properties:
+                continue  # a property's setter decides where the value goes: not a plain attribute
             if attribute is not None:
                 if isinstance(value, cst.Name) and contents is None:
                     method.stored.add(value.value)  # `self.conv = conv`: registered under its own name
@@ -422,7 +425,8 @@ class ModuleInPlainContainer(Rule):
             and name not in klass.other_values
             and not (klass.methods_called.get(name, set()) & lacking)
         )
-        spelled = self.facts.spelling(wrapper) if knowable else None
+        # Only an import above the class is bound when the method runs (not one under `__main__`).
+        spelled = self.facts.spelling(wrapper, before=self.ctx.ancestors[1]) if knowable else None
         if spelled is None:
             return wrapper, None
         return wrapper, NodeFix(UNSAFE, f"Wrap `self.{name}` in `{spelled}`", candidate.value,
