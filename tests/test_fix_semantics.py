@@ -458,6 +458,59 @@ class Stack(Module):
     assert finding.fix is None
 
 
+STACK_IMPORTED_BELOW = {
+    "under __main__": ("", 'if __name__ == "__main__":\n    import torch\n    print(Stack())\n'),
+    "after the class": ("", "import torch\n"),
+}
+
+
+@pytest.mark.parametrize("where", STACK_IMPORTED_BELOW)
+def test_dev009_gives_no_fix_when_torch_nn_is_bound_only_below_the_class(where):
+    """A fix inside a method writes only names bound where it runs: an import below the class (or
+    only when the file runs as a script) is no such name."""
+    _, below = STACK_IMPORTED_BELOW[where]
+    source = f'''from torch.nn import Linear, Module
+
+
+class Stack(Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [Linear(4, 4) for _ in range(2)]
+
+
+{below}'''
+    (finding,) = findings(source, "DEV009")
+    assert finding.fix is None
+    assert len(list(load_source(source)["Stack"]().parameters())) == 0  # runs, as it did
+
+
+@pytest.mark.parametrize("where", STACK_IMPORTED_BELOW)
+def test_dev004_nn_buffer_falls_back_to_register_buffer_when_torch_is_bound_only_below(where):
+    """With a target torch of 2.5 the fix writes `nn.Buffer` only where the file names it above
+    the class; else `self.register_buffer(...)`, which needs no import, and the fixed class runs."""
+    _, below = STACK_IMPORTED_BELOW[where]
+    source = f'''from torch import arange, long
+from torch.nn import Module
+
+
+class Index(Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.index = arange(n, dtype=long)
+
+    def forward(self, x):
+        return x[self.index]
+
+
+{below}'''
+    result = fixer.fix_text(source, _check_for((2, 5)), unsafe=False)
+    assert result.problem is None and codes(result.fixed) == ["DEV004"]
+    assert 'self.register_buffer("index", arange(n, dtype=long), persistent=False)' in result.text
+    fixed = load_source(result.text)["Index"]()
+    assert torch.equal(fixed(torch.arange(10.0)), torch.arange(4.0))
+    assert fixed.to("meta").index.device.type == "meta"
+
+
 # --------------------------------------------------------------------------------------------
 # DEV002 (and DEV006): checkpoints that claim CUDA storages, on a machine without CUDA
 # --------------------------------------------------------------------------------------------
