@@ -138,3 +138,46 @@ def _method_of_own_class(frame: FunctionFrame, func: cst.BaseExpression) -> Opti
     if isinstance(owner, cst.Name) and owner.value == frame.klass.node.name.value:
         return func.attr.value
     return None
+
+
+class ForwardTimeSites:
+    """Sites a rule collects in the methods of one class (reads of `self.NAME`, by key), each
+    known, once `ForwardTime` decides its method, to run at forward time or not: the evidence a
+    finding reported at the class's end names ("read in `forward`"). `leave_function(frame)` at
+    the end of each method hands it to `ForwardTime`; `when_all_known(callback)` calls back once
+    every method with a site is decided (at once where none waits)."""
+
+    def __init__(self, forward_time: ForwardTime) -> None:
+        self._forward_time = forward_time
+        self._sites: dict[str, list[tuple[cst.CSTNode, FunctionFrame]]] = {}
+        self._open: dict[int, FunctionFrame] = {}  # frames with sites not yet handed to ForwardTime
+        self._decided: dict[int, bool] = {}  # id of a frame -> at forward time
+        self._pending = 0
+        self._callback: Optional[Callable[[], None]] = None
+
+    def add(self, key: str, node: cst.CSTNode, frame: FunctionFrame) -> None:
+        self._sites.setdefault(key, []).append((node, frame))
+        self._open[id(frame)] = frame
+
+    def leave_function(self, frame: Optional[FunctionFrame]) -> None:
+        if frame is None or self._open.pop(id(frame), None) is None:
+            return
+        self._pending += 1
+        self._forward_time.when_known(frame, lambda forward_time: self._decide(frame, forward_time))
+
+    def _decide(self, frame: FunctionFrame, forward_time: bool) -> None:
+        self._decided[id(frame)] = forward_time
+        self._pending -= 1
+        if not self._pending and self._callback is not None:
+            callback, self._callback = self._callback, None
+            callback()
+
+    def at_forward_time(self, key: str) -> list[tuple[cst.CSTNode, str]]:
+        """(site, method) for the sites of `key` in methods that run at forward time, in source order."""
+        return [(node, frame.method) for node, frame in self._sites.get(key, ()) if self._decided.get(id(frame))]
+
+    def when_all_known(self, callback: Callable[[], None]) -> None:
+        if self._pending:
+            self._callback = callback
+        else:
+            callback()

@@ -9,6 +9,7 @@ import libcst as cst
 
 from devlint import edits, names, syntax
 from devlint.analysis import values
+from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 
 INTEGRAL_DTYPES = frozenset(
@@ -36,6 +37,7 @@ class _Candidate:
     after_init: bool  # nn.Module.__init__ has run when the assignment runs
     single_tensor: bool  # not a list, tuple or dict of tensors (register_buffer takes one tensor)
     integral: bool  # known to hold integers or bools: a dtype cast of the module leaves it as it is
+    made: tuple[cst.CSTNode, str]  # where the tensor is made, and the clause saying so
 
 
 @dataclass
@@ -45,6 +47,7 @@ class _ClassState:
     plain: set[str] = field(default_factory=set)  # attributes set to something else than a tensor
     # attribute name -> whether every `self.NAME` read so far moves it to a tensor's device
     moved_at_reads: dict[str, bool] = field(default_factory=dict)
+    reads: Optional[ForwardTimeSites] = None  # the reads that move nothing, by attribute name
 
 
 @dataclass
@@ -52,6 +55,7 @@ class _FunctionState:
     after_init: bool = False  # `super().__init__()` was called
     kinds: dict[str, Optional[str]] = field(default_factory=dict)  # local name -> TENSOR, CONTAINER or None
     integral_names: set[str] = field(default_factory=set)  # local names holding integer or bool tensors
+    made: dict[str, cst.BaseExpression] = field(default_factory=dict)  # local name -> the tensor expression bound
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -63,6 +67,7 @@ class UnregisteredTensorAttribute(Rule):
     name = "unregistered-tensor-attribute"
     summary = "tensor stored on a module as a plain attribute instead of a buffer"
     fixes, applicabilities = "sometimes", (SAFE, UNSAFE)
+    requires = (ForwardTime,)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -90,8 +95,13 @@ class UnregisteredTensorAttribute(Rule):
         local = self._locals.get(frame.node)
         if local is None:
             local = self._locals[frame.node] = _Locals(frame.node, frame.self_name, self.facts)
-        reads = self._classes[frame.klass].moved_at_reads
-        reads[name] = reads.get(name, True) and _moved_at_read(ancestors, frame.self_name, self.facts, local)
+        state = self._classes[frame.klass]
+        moved = _moved_at_read(ancestors, frame.self_name, self.facts, local)
+        state.moved_at_reads[name] = state.moved_at_reads.get(name, True) and moved
+        if not moved and not _is_none_test(parent):
+            if state.reads is None:
+                state.reads = ForwardTimeSites(self.ctx[ForwardTime])
+            state.reads.add(name, node, frame)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -106,7 +116,11 @@ class UnregisteredTensorAttribute(Rule):
             self._functions[frame].after_init = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.pop(self.ctx.function)
+        frame = self.ctx.function
+        self._functions.pop(frame)
+        state = self._classes.get(frame.klass) if frame is not None and frame.in_module_class else None
+        if state is not None and state.reads is not None:
+            state.reads.leave_function(frame)
         self._locals.pop(node, None)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -134,13 +148,19 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # a property's setter decides where the value goes: not a plain attribute
                 if kind is not None:
                     after_init = frame.method != "__init__" or state.after_init
+                    local = value.value if isinstance(value, cst.Name) and value.value in state.made else None
+                    made = (state.made[local], f"`{local}` is made") if local else (value, self._made_clause(value))
                     self._classes[frame.klass].candidates.append(
-                        _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral)
+                        _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made)
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
                     self._classes[frame.klass].plain.add(attribute)
             elif isinstance(target, cst.Name):
                 env[target.value] = kind
+                if kind is not None:
+                    state.made[target.value] = value
+                else:
+                    state.made.pop(target.value, None)
                 if integral:
                     integral_names.add(target.value)
                 else:
@@ -154,6 +174,7 @@ class UnregisteredTensorAttribute(Rule):
         if lightning:
             self.lightning_classes.add(node.name.value)
         moved_by_hand = self._moved_by_hand(node)
+        found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
             if name in state.buffers or state.moved_at_reads.get(name, False) or name in moved_by_hand:
@@ -161,10 +182,32 @@ class UnregisteredTensorAttribute(Rule):
             if lightning and name == "example_input_array":  # Lightning moves it to the module's device
                 continue
             taken = existing is not None and name in existing
-            self.report(
-                candidate.target, self._message(name, candidate.single_tensor, taken),
-                None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class()),
-            )
+            fix = None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class())
+            found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
+        reads = state.reads
+
+        def report() -> None:
+            """Once it is known which reads run at forward time: each finding names where its tensor
+            is made and where forward-time code reads it (where it meets the inputs' device)."""
+            for candidate, message, fix in found:
+                name = candidate.target.attr.value
+                uses = reads.at_forward_time(name)[:MAX_READS_SHOWN] if reads is not None else []
+                related = [candidate.made, *((read, f"read in `{method}`") for read, method in uses)]
+                self.report(candidate.target, message, fix, related=related)
+
+        if reads is None:
+            report()
+        else:
+            reads.when_all_known(report)
+
+    def _made_clause(self, value: cst.BaseExpression) -> str:
+        """`torch.zeros()` makes the tensor; else the tensor is made."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and self.facts.resolve(value.func) is None:
+            value = value.func.value  # `torch.arange(n).float()`: the factory
+        if isinstance(value, cst.Call) and (self.facts.resolve(value.func) or "").startswith("torch."):
+            where = "" if syntax.keyword(value, "device") else " on the CPU"
+            return f"`{syntax.dotted_name(value.func)}()` makes the tensor{where}"
+        return "the tensor is made"
 
     def _moved_by_hand(self, node: cst.ClassDef) -> set[str]:
         """The attributes of this class that an override of `_apply` in this file reassigns, so that
@@ -245,6 +288,16 @@ class UnregisteredTensorAttribute(Rule):
                 return None
             names |= inherited
         return names
+
+
+MAX_READS_SHOWN = 3  # forward-time reads a finding names
+
+
+def _is_none_test(parent: cst.CSTNode) -> bool:
+    """`self.NAME is None` (a lazy cache's test): a read that meets no tensor."""
+    return isinstance(parent, cst.Comparison) and all(
+        isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons
+    )
 
 
 def _apply_moves(info, method: cst.FunctionDef, facts) -> list[tuple[Optional[frozenset], str, str]]:

@@ -9,6 +9,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from devlint import names, syntax
+from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
 
 MODULE, PARAMETER = "module", "parameter"
@@ -53,6 +54,7 @@ class _Method:
     stored: set[str] = field(default_factory=set)  # locals registered by hand or set as `self.X = name`
     loop_refs: dict[str, tuple[set[str], list[_Contents]]] = field(default_factory=dict)  # loop variable -> what it walks
     after_init: bool = False
+    made: dict[str, cst.BaseExpression] = field(default_factory=dict)  # local name -> the container expression bound
 
 
 @dataclass
@@ -63,6 +65,7 @@ class _Candidate:
     contents: _Contents
     method: _Method
     after_init: bool
+    made: cst.BaseExpression  # where the container is made (the value, or the local's value)
 
 
 @dataclass
@@ -72,6 +75,7 @@ class _Class:
     passed_on: set[str] = field(default_factory=set)  # NAMEs wrapped, registered by hand or given to a module
     methods_called: dict[str, set[str]] = field(default_factory=dict)  # NAME -> `self.NAME.m(...)` names
     other_values: set[str] = field(default_factory=set)  # NAMEs also assigned something else than a container
+    uses: Optional[ForwardTimeSites] = None  # reads of `self.NAME` that use the items, by NAME
 
 
 class ModuleInPlainContainer(Rule):
@@ -83,6 +87,7 @@ class ModuleInPlainContainer(Rule):
     name = "module-in-plain-container"
     summary = "modules or parameters kept in a plain list, tuple or dict on a module"
     fixes, applicabilities = "sometimes", (UNSAFE,)
+    requires = (ForwardTime,)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -203,7 +208,29 @@ class ModuleInPlainContainer(Rule):
         return frame if frame is not None and frame.in_module_class else None
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._methods.pop(self.ctx.function)
+        frame = self.ctx.function
+        self._methods.pop(frame)
+        klass = self._classes.get(frame.klass) if frame is not None and frame.in_module_class else None
+        if klass is not None and klass.uses is not None:
+            klass.uses.leave_function(frame)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """A read of `self.NAME` that uses what it holds (not a store, nor `.append(...)` and kin)."""
+        frame = self._frame()
+        name = frame.self_attribute(node) if frame is not None else None
+        if name is None:
+            return
+        parent = self.ctx.ancestors[-2]
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is node:
+            return
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in ADDING_METHODS:
+            return
+        if isinstance(parent, cst.Subscript) and isinstance(self.ctx.ancestors[-3], cst.AssignTarget):
+            return  # `self.heads[k] = ...` fills the container
+        klass = self._classes[frame.klass]
+        if klass.uses is None:
+            klass.uses = ForwardTimeSites(self.ctx[ForwardTime])
+        klass.uses.add(name, node, frame)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assign(node, [t.target for t in node.targets], node.value)
@@ -230,14 +257,18 @@ class ModuleInPlainContainer(Rule):
                 if isinstance(value, cst.Name) and contents is None:
                     method.stored.add(value.value)  # `self.conv = conv`: registered under its own name
                 if contents is not None:
+                    made = method.made.get(value.value, value) if isinstance(value, cst.Name) else value
                     klass.candidates.append(_Candidate(
                         target, statement, value, contents, method,
-                        frame.method != "__init__" or method.after_init))
+                        frame.method != "__init__" or method.after_init, made))
                 elif built is None:
                     klass.other_values.add(attribute)
             elif isinstance(target, cst.Name):
+                method.made.pop(target.value, None)
                 if contents is not None:
                     env[target.value] = contents
+                    if local is None:
+                        method.made[target.value] = value
                 elif built is not None:
                     env[target.value] = built
                 else:
@@ -402,16 +433,30 @@ class ModuleInPlainContainer(Rule):
             if fix is None:
                 unfixable.add(name)
             found.append((candidate, contents, wrapper, fix))
-        for candidate, contents, wrapper, fix in found:
-            name = candidate.target.attr.value
-            what = "parameters" if contents.kinds == {PARAMETER} else "modules"
-            shape = "dict" if contents.mapping else ("tuple" if _is_tuple(candidate.value) else "list")
-            self.report(
-                candidate.target,
-                f"`self.{name}` keeps {what} in a plain {shape}: `model.to(device)`, `parameters()` (so the "
-                f"optimizer), `state_dict()` and `.train()`/`.eval()` skip them; use `{wrapper.replace('torch.', '')}`",
-                None if name in unfixable else fix,
-            )
+        uses = klass.uses
+
+        def report() -> None:
+            """Once it is known which methods run at forward time: each finding names where the
+            container is made and where forward-time code uses its items."""
+            for candidate, contents, wrapper, fix in found:
+                name = candidate.target.attr.value
+                what = "parameters" if contents.kinds == {PARAMETER} else "modules"
+                shape = "dict" if contents.mapping else ("tuple" if _is_tuple(candidate.value) else "list")
+                used = uses.at_forward_time(name)[:MAX_USES_SHOWN] if uses is not None else []
+                related = [(candidate.made, f"the plain {shape} is made"),
+                           *((node, f"its {what} are used in `{method}`") for node, method in used)]
+                self.report(
+                    candidate.target,
+                    f"`self.{name}` keeps {what} in a plain {shape}: `model.to(device)`, `parameters()` (so the "
+                    f"optimizer), `state_dict()` and `.train()`/`.eval()` skip them; use `{wrapper.replace('torch.', '')}`",
+                    None if name in unfixable else fix,
+                    related=related,
+                )
+
+        if uses is None:
+            report()
+        else:
+            uses.when_all_known(report)
 
     def _fix(self, candidate: _Candidate, contents: _Contents, klass: _Class, name: str) -> tuple[str, Optional[NodeFix]]:
         kind = PARAMETER if contents.kinds == {PARAMETER} else MODULE
@@ -431,6 +476,9 @@ class ModuleInPlainContainer(Rule):
             return wrapper, None
         return wrapper, NodeFix(UNSAFE, f"Wrap `self.{name}` in `{spelled}`", candidate.value,
                                 _wrapped(candidate.value, cst.parse_expression(spelled)))
+
+
+MAX_USES_SHOWN = 3  # forward-time uses a finding names
 
 
 def _wrapped(value: cst.BaseExpression, wrapper: cst.BaseExpression) -> cst.Call:
