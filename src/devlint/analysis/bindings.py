@@ -26,7 +26,7 @@ import libcst as cst
 
 from devlint import syntax
 
-__all__ = ["name_bound_at"]
+__all__ = ["name_bound_at", "function_bindings"]
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -40,7 +40,7 @@ def name_bound_at(name: str, ancestors: Sequence[cst.CSTNode]) -> bool:
         if isinstance(scope, cst.ClassDef) and depth > 0:
             continue  # a class body is not seen from its methods
         if not isinstance(scope, cst.ClassDef):
-            if name in syntax.param_names(scope.params):
+            if any(p.name.value == name for p in syntax.all_params(scope.params)):
                 return True
             declared = _declaration(scope, name)
             if declared == "global":
@@ -56,6 +56,30 @@ def name_bound_at(name: str, ancestors: Sequence[cst.CSTNode]) -> bool:
         before and not (in_function and _only_under_main(path, ancestors))
         for before, path in _bindings(module, name, position)
     )
+
+
+def function_bindings(name: str, ancestors: Sequence[cst.CSTNode]) -> Optional[list[cst.CSTNode]]:
+    """The nodes that bind `name` in the innermost function holding the code at `ancestors[-1]`
+    that binds it (its `Param` when a parameter; `ImportAlias` nodes for imports), or None when
+    no function holding the code binds it (then the name is the module's, or a builtin)."""
+    if not ancestors or not isinstance(ancestors[0], cst.Module):
+        return None
+    scopes = _enclosing_scopes(ancestors)
+    for depth, (scope, position) in enumerate(scopes[:-1]):
+        if isinstance(scope, cst.ClassDef):
+            continue  # a class body binds nothing its methods see
+        params = [p for p in syntax.all_params(scope.params) if p.name.value == name]
+        if params:
+            return params
+        declared = _declaration(scope, name)
+        if declared == "global":
+            return None
+        if declared == "nonlocal":
+            continue
+        bindings = [path[-1] for _, path in _bindings(scope, name, position)]
+        if bindings:
+            return bindings
+    return None
 
 
 def _enclosing_scopes(ancestors: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
@@ -109,7 +133,9 @@ def _binds(node: cst.CSTNode, path: list, name: str) -> bool:
     while i >= 0 and isinstance(path[i], (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
         i -= 1  # an element of a tuple or list target: `device, rank = ...`
     holder, target = (path[i], path[i + 1]) if i >= 0 else (None, None)
-    if isinstance(holder, (cst.AssignTarget, cst.AsName)):  # `as device`: with, except, import
+    if isinstance(holder, cst.AsName):  # `with ... as device`, `except E as device` (an import's alias is above)
+        return not (i > 0 and isinstance(path[i - 1], cst.ImportAlias))
+    if isinstance(holder, cst.AssignTarget):
         return True
     if isinstance(holder, cst.AnnAssign):
         return holder.target is target and holder.value is not None  # `device: str` alone binds nothing
