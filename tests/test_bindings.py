@@ -57,3 +57,39 @@ def test_bound(source):
 @pytest.mark.parametrize("source", UNBOUND.values(), ids=UNBOUND.keys())
 def test_unbound(source):
     assert not _bound_at_marker(source)
+
+
+# --- receiver_may_be_torch_object: a method matched by name is torch's only on a torch object -----
+def _receiver_at_marker(source: str) -> bool:
+    """receiver_may_be_torch_object for the receiver of the call `<receiver>.HERE(...)`."""
+    from devlint.facts import FileFacts
+
+    module = cst.parse_module(source)
+    stack = [(module, [module])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, cst.Attribute) and node.attr.value == "HERE":
+            return FileFacts(module).receiver_may_be_torch_object(node.value, path)
+        stack.extend((child, path + [child]) for child in syntax.children(node))
+    raise AssertionError("no .HERE in the source")
+
+
+RECEIVERS = {
+    "from-import": ("from pkg import dist_util\ndef f(p):\n    dist_util.HERE(p)\n", False),
+    "import": ("import utils\ndef f(p):\n    utils.HERE(p)\n", False),
+    "import a.b as c": ("import a.b as c\nc.HERE(1)\n", False),
+    "import in the function": ("def f(p):\n    from pkg import dist_util\n    dist_util.HERE(p)\n", False),
+    "a plain class of the file": ("class Registry:\n    pass\nRegistry.HERE(1)\n", False),
+    "a parameter hides the import": ("import utils\ndef f(utils):\n    utils.HERE(1)\n", True),
+    "a local hides the import": ("import utils\ndef f(make):\n    utils = make()\n    utils.HERE(1)\n", True),
+    "a parameter": ("def f(model):\n    model.HERE(1)\n", True),
+    "an attribute chain": ("import utils\nutils.model.HERE(1)\n", True),
+    "a module class of the file": ("from torch import nn\nclass Net(nn.Module):\n    pass\nNet.HERE(1)\n", True),
+    "an optimizer class of the file": (
+        "from torch.optim import Optimizer\nclass Lamb(Optimizer):\n    pass\nLamb.HERE(1)\n", True),
+}
+
+
+@pytest.mark.parametrize("source, expected", RECEIVERS.values(), ids=RECEIVERS.keys())
+def test_receiver_may_be_torch_object(source, expected):
+    assert _receiver_at_marker(source) is expected
