@@ -625,6 +625,66 @@ def test_dev002_fix_is_not_called_safe_when_load_state_dict_assigns(checkpoints)
     assert after == before  # fails: the fixed code leaves them on the CPU
 
 
+# Inside `__setstate__` the object restored is whatever the pickle held, and its
+# `load_state_dict` need not copy onto a module's device: here it adopts the tensors, so on the
+# GPU box the loaded weight lands on the "GPU" before the fix and on the CPU after it.
+SETSTATE_LOADER = textwrap.dedent(
+    '''\
+    import torch
+
+
+    class Stats:
+        def load_state_dict(self, state):
+            self.weight = state["weight"]
+
+        def __setstate__(self, state):
+            self.load_state_dict(torch.load(state["path"]))
+
+
+    def load(path):
+        stats = Stats.__new__(Stats)
+        stats.__setstate__({"path": path})
+        return stats.weight.device.type
+    '''
+)
+SETSTATE_BOX = textwrap.dedent(
+    '''\
+    import json
+    import sys
+    import torch
+
+    def restore_on_the_gpu(obj, location):
+        if location.startswith("cuda"):
+            return torch.UntypedStorage(obj.nbytes(), device="meta")
+        return None
+
+    torch.serialization.register_package(-100, lambda obj: None, restore_on_the_gpu)
+    devices = []
+    for source in json.loads(sys.argv[2]):
+        namespace = {}
+        exec(compile(source, "m.py", "exec"), namespace)
+        devices.append(namespace["load"](sys.argv[1]))
+    print(json.dumps(devices))
+    '''
+)
+
+
+def test_dev002_fix_is_unsafe_inside_setstate(checkpoints):
+    cuda_path, _ = checkpoints
+    (finding,) = findings(SETSTATE_LOADER, "DEV002")
+    assert finding.fix.applicability == "unsafe"
+    assert fix(SETSTATE_LOADER).text == SETSTATE_LOADER  # safe fixes leave it alone
+    fixed = fix(SETSTATE_LOADER, unsafe=True).text
+    assert 'torch.load(state["path"], map_location="cpu")' in fixed
+    out = subprocess.run(
+        [sys.executable, "-c", SETSTATE_BOX, str(cuda_path), json.dumps([SETSTATE_LOADER, fixed])],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    before, after = json.loads(out)
+    assert before == "meta"  # the weight lands on the "GPU"
+    assert after == "cpu"  # the fixed code changes where it lands: not a safe fix
+
+
 # DEV007: `.to(X)` at the use puts a loader's batch where the module was moved ("meta" stands in
 # for the accelerator); without the fix the same loop fails.
 DEV007_LOOP = textwrap.dedent(
