@@ -102,6 +102,9 @@ def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
         return Fate(MOVE, walk.met)
     if method in names.NON_TENSOR_METHODS:
         return Fate(NON_TENSOR, walk.met)
+    if method in _WRITES:  # `buf.copy_(v)`: buf keeps its device and meets nothing
+        walk.i -= 2
+        return None
     tensors = [a.value for a in call.args if walk.is_tensor(a.value)]
     if method in names.MOVES or method in names.SHAPE_METHODS or not tensors:
         walk.i -= 2
@@ -123,6 +126,15 @@ def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
 def _index(walk: _Walk, parent) -> Fate:
     """Used as an index: not a use (the indexed tensor's device takes CPU indices)."""
     return Fate(INDEX, walk.met)
+
+
+def _boolean(walk: _Walk, parent: cst.BooleanOperation) -> Fate:
+    """`x or torch.ones(n)`: moved before use when the result is moved (or bound to a name that
+    is); any other fate of the result is not this value's (it may never be chosen)."""
+    outer = fate(walk.path[: walk.i], walk.facts, walk.is_tensor, walk.host_tables)
+    if outer.kind in (MOVE, ASSIGNED):
+        return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
+    return Fate(NEUTRAL, walk.met)
 
 
 def _unary(walk: _Walk, parent: cst.UnaryOperation) -> None:
@@ -177,11 +189,39 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         return None
-    if isinstance(func, cst.Attribute) and func.attr.value == "copy_" and call.args[0] is parent:
+    if isinstance(func, cst.Attribute) and func.attr.value in _WRITES and call.args[0] is parent:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
+    if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
+        return _passed_through(walk)
     if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
         return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
+
+
+_WRITES = frozenset({"copy_"})
+# Methods that return their `default` argument when the key is missing: `d.get(key, torch.ones(n))`.
+_DEFAULT_RETURNING = frozenset({"get", "pop"})
+
+
+def _is_default(func: cst.Attribute, call: cst.Call, arg: cst.Arg) -> bool:
+    """`d.get(key, DEFAULT)` / `d.pop(key, DEFAULT)`: arg is the default."""
+    if func.attr.value not in _DEFAULT_RETURNING:
+        return False
+    positional = syntax.positional(call)
+    return arg.keyword is None and len(positional) == 2 and positional[1] is arg or (
+        arg.keyword is not None and arg.keyword.value == "default"
+    )
+
+
+def _passed_through(walk: _Walk) -> Fate:
+    """The value may be the result of the expression it is in (`d.get(key, v)`, `x or v`): it is
+    moved before use when that result is moved or bound to a name that is; otherwise it is what
+    the expression's own fate makes it, short of a use (it may never be chosen)."""
+    j = walk.i - 2 if isinstance(walk.path[walk.i - 1], cst.Arg) else walk.i - 1
+    outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables)
+    if outer.kind in (MOVE, ASSIGNED, NON_TENSOR, INDEX):
+        return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
+    return Fate(USE, walk.met + outer.met) if outer.kind == USE else Fate(NEUTRAL, walk.met)
 
 
 def _added_to_list(walk: _Walk, func: cst.Attribute, call: cst.Call) -> Optional[Fate]:
@@ -214,7 +254,31 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
         return Fate(ASSIGNED, walk.met, unpacked[0], parent)
     if all(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in walk.host_tables for t in targets):
         return Fate(NEUTRAL, walk.met)  # copied into a local table (`rel[..., 0] = t`)
+    if all(isinstance(t, cst.Subscript) and _into_tensor(walk, t.value) and _plain_write(walk, t) for t in targets):
+        return Fate(NEUTRAL, walk.met)  # `x[:, 0] = v` copies v across devices: it meets nothing
     return walk.use(*(t.value for t in targets if isinstance(t, cst.Subscript)))
+
+
+def _into_tensor(walk: _Walk, base: cst.BaseExpression) -> bool:
+    """A write's target is known to be a tensor (not a dict or a list that stores the value)."""
+    return walk.is_tensor(base) or (isinstance(base, cst.Name) and base.value in walk.host_tables)
+
+
+def _plain_write(walk: _Walk, target: cst.Subscript) -> bool:
+    """`buf[i] = v`, `buf[:, a:b] = v`: integer and slice subscripts, a copy that works across
+    devices (an index by a tensor is `index_put_`, which does not)."""
+    for element in target.slice:
+        parts = [element.slice.value] if isinstance(element.slice, cst.Index) else [
+            p for p in (element.slice.lower, element.slice.upper, element.slice.step) if p is not None
+        ]
+        for part in parts:
+            if isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                return False  # a key: not a tensor's
+            if walk.is_tensor(part) or (isinstance(part, cst.Name) and part.value in walk.host_tables):
+                return False
+            if isinstance(part, cst.Call) and walk.facts.is_tensor_source(part) is not None:
+                return False
+    return True
 
 
 def _unpacked_names(targets: Sequence[cst.BaseExpression]) -> list[str]:
@@ -244,9 +308,13 @@ def _augmented(walk: _Walk, parent: cst.AugAssign) -> Fate:
 
 
 def _assignment_target(walk: _Walk, parent: cst.AssignTarget) -> Fate:
-    """`t[i] = v` writes v into t."""
+    """`t[i] = v` writes v into t: with integer and slice subscripts t keeps its device and meets
+    nothing (a CPU buffer written with device values is still a CPU value)."""
     grand = walk.grand
     value = grand.value if isinstance(grand, cst.Assign) else None
+    target = walk.path[walk.i]
+    if isinstance(target, cst.Subscript) and _plain_write(walk, target):
+        return Fate(NEUTRAL, walk.met)
     return walk.use(value) if value is not None and walk.is_tensor(value) else Fate(NEUTRAL, walk.met)
 
 
@@ -261,7 +329,7 @@ _STEPS: dict[type, Callable[[_Walk, cst.CSTNode], Optional[Fate]]] = {
     cst.BinaryOperation: _operator,
     cst.Comparison: _operator,
     cst.ComparisonTarget: _operator,
-    cst.BooleanOperation: _neutral,
+    cst.BooleanOperation: _boolean,
     cst.Element: _element,
     cst.StarredElement: _element,
     cst.Arg: _argument,
