@@ -37,8 +37,8 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
 
 
 def _tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
-    """NAME for `torch.is_tensor(NAME)` or `isinstance(NAME, torch.Tensor)` (a tuple of types
-    holding `torch.Tensor` included): the function expects a tensor there."""
+    """NAME for `torch.is_tensor(NAME)` or `isinstance(NAME, torch.Tensor)`: the function
+    expects a tensor there (not `isinstance(NAME, (torch.Tensor, float))`: it may be a number)."""
     args = [a.value for a in call.args]
     if not args or not isinstance(args[0], cst.Name):
         return None
@@ -46,8 +46,7 @@ def _tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
     if qualified == "torch.is_tensor" and len(args) == 1:
         return args[0].value
     if isinstance(call.func, cst.Name) and call.func.value == "isinstance" and qualified is None and len(args) == 2:
-        types = [e.value for e in args[1].elements] if isinstance(args[1], cst.Tuple) else [args[1]]
-        if any(facts.resolve(t) == "torch.Tensor" for t in types):
+        if facts.resolve(args[1]) == "torch.Tensor":
             return args[0].value
     return None
 
