@@ -65,15 +65,36 @@ class FactoryWithoutDevice(Rule):
 
         def decide(forward_time: bool) -> None:
             param = ...  # found on the first report: it walks the whole function
-            for call, source, path, (if_forward_time, otherwise) in verdicts:
-                if not (if_forward_time if forward_time else otherwise):
+            for call, source, path, verdict in verdicts:
+                use = verdict.forward_use if forward_time else verdict.meeting
+                if use is None:
+                    continue
+                related = self._evidence(frame, function, call, source, use, forward_time)
+                if related is None:  # no evidence to name: no finding
                     continue
                 if param is ...:
                     param = function.first_used_param()
                 ends = host_end(function, path) if param else None
-                self.report(call.func, _message(call, source, param, ends), _fix(call, source, param, ends, path))
+                message, fix = _message(call, source, param, ends), _fix(call, source, param, ends, path)
+                self.report(call.func, message, fix, related=related)
 
         self.ctx[ForwardTime].when_known(frame, decide)
+
+
+    def _evidence(self, frame, function: FunctionValues, call: cst.Call, source: str, use, forward_time: bool):
+        """The places that decide a finding: where the CPU tensor is made, the call path from
+        `forward` (forward-time code), where it meets a tensor or is first used. None when
+        the call path from `forward` is not known."""
+        related = [(call, f"`{source}()` makes a CPU tensor")]
+        if forward_time:
+            path = self.ctx[ForwardTime].call_path(frame)
+            if path is None:
+                return None
+            related += [(site, f"called from `{caller}`") for site, caller in path]
+        node, clause = function.evidence(use)
+        if node is not None:
+            related.append((node, clause))
+        return related
 
 
 def _message(call: cst.Call, source: str, param, ends) -> str:

@@ -27,7 +27,7 @@ class Fate:
     kind: str
     met: list[cst.BaseExpression] = field(default_factory=list)  # other values it meets
     name: Optional[str] = None  # for ASSIGNED: the local name it is bound to
-    at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement
+    at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement; for USE: where it is used
 
 
 def fate(
@@ -73,7 +73,7 @@ class _Walk:
         return self.path[self.i - 2] if self.i >= 2 else None
 
     def use(self, *others: cst.BaseExpression) -> Fate:
-        return Fate(USE, self.met + list(others))
+        return Fate(USE, self.met + list(others), at=self.path[self.i - 1])
 
 
 def _used(walk: _Walk, parent) -> Fate:
@@ -221,7 +221,7 @@ def _passed_through(walk: _Walk) -> Fate:
     outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables)
     if outer.kind in (MOVE, ASSIGNED, NON_TENSOR, INDEX):
         return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
-    return Fate(USE, walk.met + outer.met) if outer.kind == USE else Fate(NEUTRAL, walk.met)
+    return Fate(USE, walk.met + outer.met, at=outer.at) if outer.kind == USE else Fate(NEUTRAL, walk.met)
 
 
 def _added_to_list(walk: _Walk, func: cst.Attribute, call: cst.Call) -> Optional[Fate]:
@@ -398,6 +398,7 @@ class FunctionValues:
         self._scalar_names: Optional[frozenset] = None
         self._occurrences: Optional[list] = None
         self._host_names: Optional[frozenset] = None
+        self._source_names: Optional[dict[str, str]] = None
 
     @property
     def params(self) -> list[str]:
@@ -455,22 +456,66 @@ class FunctionValues:
     def meets_derived(self, met) -> bool:
         return any(self.is_tensor(expr) for expr in met)
 
-    def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
-        """(flag if this runs at forward time, flag otherwise)."""
+    def verdict(self, call: cst.Call, source: str, path) -> "Verdict":
+        """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
         if source in (names.AS_TENSOR, "torch.tensor", "torch.Tensor"):
             data = syntax.positional(call)
             if data and is_derived(data[0].value, self.derived, self.facts):
-                return False, False  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
+                return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
             if len(data) == 1 and values.is_python_scalar(data[0].value, self.facts, self.scalar_names):
-                return False, False  # a 0-dim CPU scalar may mix with tensors on any device
+                return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables)
         if found.kind == USE:
-            return True, self.meets_derived(found.met)
+            return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:
-            return False, False
+            return Verdict()
         return self._follow(found.name, path)
 
-    def _follow(self, name: str, path) -> tuple[bool, bool]:
+    def evidence(self, use: Fate) -> tuple[cst.CSTNode, str]:
+        """(node, clause) for the use that decides a finding: where the value meets a tensor
+        derived from a parameter (and which), or where it is first used."""
+        derived = next((e for e in use.met if self.is_tensor(e)), None)
+        if derived is not None:
+            return derived, f"it meets `{_code(derived)}` ({self.origin(derived)})"
+        other = next(iter(use.met), None)
+        if other is not None:
+            return other, f"it meets `{_code(other)}`"
+        where = use.at
+        if isinstance(where, cst.Return):
+            return where, "it is returned"
+        if isinstance(where, (cst.Assign, cst.AnnAssign, cst.AssignTarget, cst.AugAssign)):
+            return where, "it is stored"
+        if isinstance(where, cst.Arg) or where is None:
+            return where, "it is passed on"
+        return where, "it is used"
+
+    def origin(self, expr: cst.BaseExpression) -> str:
+        """Which parameter a derived expression comes from, in words."""
+        for node in syntax.walk(expr):
+            if isinstance(node, cst.Name) and node.value in self.derived:
+                name, seen = node.value, set()
+                while name not in self.params and name in self._sources and name not in seen:
+                    seen.add(name)
+                    name = self._sources[name]
+                if name in self.params:
+                    if node.value == name:
+                        return "`forward` input" if self.is_forward else f"parameter `{name}`"
+                    return f"derived from parameter `{name}`"
+        return "derived from a tensor parameter"
+
+    @property
+    def _sources(self) -> dict[str, str]:
+        if self._source_names is None:
+            self._source_names = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    first = next((n.value for n in syntax.walk(node.value) if isinstance(n, cst.Name) and n.value in self.derived), None)
+                    for target in assigned_names(node):
+                        if first is not None and first != target.value:
+                            self._source_names.setdefault(target.value, first)
+        return self._source_names
+
+    def _follow(self, name: str, path) -> "Verdict":
         """Follow a local name from the statement that binds it to its later uses.
 
         Flow-light: code in a branch exclusive with the binding's (the other arm of its `if`)
@@ -479,7 +524,7 @@ class FunctionValues:
         tracked = set(_bound_names(binding)) or {name}
         arms = _branch_arms(path)
         started = False
-        used_before_move = meets = False
+        first_use = first_meet = None
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked names it binds to the value
         for node, node_path in syntax.walk_with_paths(self.node, []):
@@ -506,13 +551,28 @@ class FunctionValues:
                 if statement is not None:
                     move_assigns.add(statement)
             elif found.kind == USE:
-                used_before_move = True
-                meets = meets or self.meets_derived(found.met)
+                first_use = first_use or found
+                if first_meet is None and self.meets_derived(found.met):
+                    first_meet = found
             elif found.kind == ASSIGNED and found.name:
                 bound = set(_bound_names(found.at)) or {found.name}
                 tracked |= bound
                 rebinds[found.at] = bound
-        return used_before_move, meets
+        return Verdict(first_use, first_meet)
+
+
+@dataclass
+class Verdict:
+    """The use that makes a factory a finding at forward time (any use before a move), and
+    the one that makes it one elsewhere (a meeting with a tensor derived from a parameter)."""
+
+    forward_use: Optional[Fate] = None
+    meeting: Optional[Fate] = None
+
+
+def _code(node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(cst.Module([]).code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _bound_names(statement: cst.CSTNode) -> list[str]:
