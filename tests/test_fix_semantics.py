@@ -807,6 +807,58 @@ def test_dev012_fix_follows_a_later_move_of_the_module():
 
 
 # --------------------------------------------------------------------------------------------
+# DEV003: `device=X.device` puts the new tensor where X is; it is withheld where the value's
+# uses reach a host end (`.tolist()`, `.numpy()`, `.item()`, ...) with no `.cpu()` between
+# --------------------------------------------------------------------------------------------
+
+HOST_ENDS = '''\
+import torch
+
+
+def sequence_mask(lengths: torch.Tensor, n: int):
+    steps = torch.arange(n)
+    return steps[None, :] < lengths[:, None]
+
+
+def counts_on_host(x: torch.Tensor, n: int):
+    bins = torch.arange(n)
+    hits = (x[:, None] == bins).sum(0)
+    return hits.cpu().tolist()
+
+
+def counts(x: torch.Tensor, n: int):
+    bins = torch.arange(n)
+    hits = (x[:, None] == bins).sum(0)
+    return hits.tolist()
+'''
+
+
+def test_dev003_fix_places_the_factory_and_is_withheld_before_a_host_end():
+    found = findings(HOST_ENDS, "DEV003")
+    assert [f.row for f in found] == [5, 10, 16]
+    assert [f.fix is not None for f in found] == [True, True, False]
+    assert "DEV003" not in codes(fix(HOST_ENDS).fixed)  # unsafe only
+    result = fix(HOST_ENDS, unsafe=True)
+    assert [f.row for f in result.remaining if f.code == "DEV003"] == [16]
+    assert "bins = torch.arange(n)\n    hits = (x[:, None] == bins).sum(0)\n    return hits.tolist()" in result.text
+    before, after = load_source(HOST_ENDS), load_source(result.text)
+
+    lengths, x = torch.tensor([1, 3]), torch.tensor([0, 2, 2, 1])
+    assert torch.equal(before["sequence_mask"](lengths, 4), after["sequence_mask"](lengths, 4))  # the CPU
+    assert before["counts_on_host"](x, 3) == after["counts_on_host"](x, 3) == after["counts"](x, 3) == [1, 1, 2]
+
+    meta_lengths = torch.empty(2, dtype=torch.long, device="meta")  # "meta" stands in for the GPU
+    assert after["sequence_mask"](meta_lengths, 4).device.type == "meta"
+    with pytest.raises(RuntimeError):  # the CPU steps meet the device lengths
+        before["sequence_mask"](meta_lengths, 4)
+
+    # the withheld fix would have moved the host computation onto the device, and broken `.tolist()`
+    would_be = load_source(HOST_ENDS.replace("bins = torch.arange(n)", "bins = torch.arange(n, device=x.device)"))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        would_be["counts"](torch.empty(4, dtype=torch.long, device="meta"), 3)
+
+
+# --------------------------------------------------------------------------------------------
 # DEV011: with a target torch of 2.6, the fix calls the torch.accelerator equivalent when an
 # accelerator is there; the fixed code runs on the CPU build where the original raises
 # --------------------------------------------------------------------------------------------
