@@ -79,8 +79,8 @@ class ScopeScan:
         while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self._tokenized(expr) is None
                and self.facts.resolve(expr.func) is None):
             method = expr.func.attr.value
-            if method == "cpu":
-                return CpuValue(HOST)
+            if method == "cpu":  # `out.mean().cpu()` is a 0-dim scalar: not counted
+                return None if reductions or _is_reduction(expr.func.value) else CpuValue(HOST)
             if method not in names.SHAPE_METHODS and not (method == "to" and values.is_dtype_only_move(expr, self.facts)):
                 return None
             if method in _REDUCTIONS and not expr.args:
@@ -133,9 +133,12 @@ class ScopeScan:
         last = syntax.last_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         return last is not None and last.lower().endswith("loader")
 
-    def _cpu_loader_call(self, call: cst.Call) -> bool:
+    def _is_data_loader(self, call: cst.Call) -> bool:
         qualified = self.facts.resolve(call.func) or ""
-        if not (qualified == "torch.utils.data.DataLoader" or syntax.last_name(call.func) == "DataLoader"):
+        return qualified == "torch.utils.data.DataLoader" or syntax.last_name(call.func) == "DataLoader"
+
+    def _cpu_loader_call(self, call: cst.Call) -> bool:
+        if not self._is_data_loader(call):
             return False
         if syntax.keyword(call, "pin_memory_device") or _collate_moves(self.facts, syntax.keyword(call, "collate_fn")):
             return False
@@ -303,6 +306,8 @@ class ScopeScan:
                 self.loaders[name] = False
             elif self._cpu_loader_call(call) or (method == "iter" and call.args and self.is_loader(call.args[0].value)):
                 self.loaders[name] = True
+            elif self._is_data_loader(call):
+                self.loaders[name] = False  # over accelerator tensors, or moving its batches: whatever its name
             elif self._is_dataset(call):
                 self.datasets[name] = not self._placed_dataset(call)
                 if name.lower().endswith("loader"):
@@ -333,6 +338,17 @@ class CpuValue:
 
     def item(self) -> "CpuValue":
         return CpuValue(self.kind)
+
+
+def _is_reduction(expr: cst.BaseExpression) -> bool:
+    """`x.sum()`, `x.mean().detach()`: a whole-tensor reduction, a 0-dim tensor."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value in _REDUCTIONS and not expr.args:
+            return True
+        if expr.func.attr.value not in ("detach", "float", "double", "half", "clone"):
+            return False
+        expr = expr.func.value
+    return False
 
 
 def _is_scalar_factory(call: cst.Call, facts) -> bool:

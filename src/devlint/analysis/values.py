@@ -38,6 +38,19 @@ def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
     return isinstance(expr, (cst.Name, cst.Attribute)) and "dtype" in (syntax.last_name(expr) or "").lower()
 
 
+# Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
+# a Python list or number. Anything computed only from such results lives there too.
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+
+
+def is_host_call(call: cst.BaseExpression, facts) -> bool:
+    """`x.cpu()`, `x.numpy()`, `x.tolist()`, `x.item()`, `x.to("cpu")`: a value on the host."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or facts.resolve(call.func) is not None:
+        return False
+    method = call.func.attr.value
+    return method in HOST_METHODS or (method == "to" and to_cpu(facts, call))
+
+
 CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict"})
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -116,8 +129,8 @@ class ValueModel:
                 break
             func = expr.func
             method = func.attr.value if isinstance(func, cst.Attribute) else None
-            if method == "cpu" or (method == "to" and to_cpu(self.facts, expr)):
-                return None
+            if is_host_call(expr, self.facts):
+                return None  # on the host, whatever it came from
             if method == "cuda":
                 index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
                 return Placement(index.value if index is not None else None, exact=False)
