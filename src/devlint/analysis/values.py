@@ -2,7 +2,7 @@
 follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import libcst as cst
@@ -81,6 +81,7 @@ class Placement:
 
     device: Optional[cst.BaseExpression]  # what it was moved with; None for `.cuda()` or torch.load
     exact: bool = True  # the expression names the device itself (`.to(device)`), not an index (`.cuda(rank)`)
+    at: Optional[cst.CSTNode] = field(default=None, compare=False)  # the call that placed it (the evidence)
 
 
 class ValueModel:
@@ -133,10 +134,10 @@ class ValueModel:
                 return None  # on the host, whatever it came from
             if method == "cuda":
                 index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(index.value if index is not None else None, exact=False)
+                return Placement(index.value if index is not None else None, exact=False, at=expr)
             if method == "to" and not is_dtype_only_move(expr, self.facts):
                 device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(device.value if device is not None else None)
+                return Placement(device.value if device is not None else None, at=expr)
             if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
                 module = func.value if method == "forward" else func
                 return self.placed.get(module.value) if isinstance(module, cst.Name) else None
