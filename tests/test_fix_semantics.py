@@ -806,6 +806,54 @@ def test_dev012_fix_follows_a_later_move_of_the_module():
     assert out.device.type == noise.device.type == offset.device.type == "meta"
 
 
+# DEV012: no fix where the input's device would break a host end (`.tolist()`) or where it
+# would write `x.to(x.device)`, a move of `x` to where it already is
+HOST_END = '''\
+import torch
+from torch import nn
+
+
+class Positions(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x):
+        order = torch.arange(x.shape[0], device=self.device).tolist()
+        scale = torch.ones(x.shape[-1], device=self.device)
+        return self.proj(x * scale), order
+
+
+class Mover(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x):
+        x = x.to(self.device)
+        return self.proj(x)
+'''
+
+
+def test_dev012_fix_is_withheld_at_host_ends_and_where_it_would_move_nothing():
+    found = findings(HOST_END, "DEV012")
+    assert len(found) == 3
+    assert "next(self.parameters()).device" in found[2].message and found[2].fix is None
+    result = fix(HOST_END, unsafe=True)
+    assert [f.row for f in result.fixed if f.code == "DEV012"] == [found[1].row]  # `scale` only
+    assert "x.to(x.device)" not in result.text and "x = x.to(self.device)" in result.text
+    assert "torch.arange(x.shape[0], device=self.device).tolist()" in result.text
+
+    namespace = load_source(result.text)
+    module = namespace["Positions"](4).to("meta")  # the module and its input on the "accelerator"
+    out, order = module(torch.randn(3, 4, device="meta"))
+    assert out.device.type == "meta" and order == [0, 1, 2]
+    with pytest.raises((NotImplementedError, RuntimeError)):  # what the withheld fix would have run
+        torch.arange(3, device=torch.empty(0, device="meta").device).tolist()
+
+
 # --------------------------------------------------------------------------------------------
 # DEV003: `device=X.device` puts the new tensor where X is; it is withheld where the value's
 # uses reach a host end (`.tolist()`, `.numpy()`, `.item()`, ...) with no `.cpu()` between

@@ -216,6 +216,8 @@ class FileFacts:
             return OTHER_FRAMEWORK
         if package in sys.stdlib_module_names or package in names.TYPING_PACKAGES:
             return NOT_MODULE  # `ABC`, `Generic[T]`, `Enum`, `NamedTuple`
+        if last.endswith(names.NOT_MODULE_BASE_SUFFIXES):
+            return NOT_MODULE  # `LightningDataModule`, `Dataset`, `Trainer`: named for what they are
         if last in names.FRAMEWORK_MODULE_BASES:
             required = names.FRAMEWORK_BASE_PACKAGES.get(last)
             if required is None or package is None or package in ("", required):

@@ -2,7 +2,7 @@
 follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import libcst as cst
@@ -36,6 +36,19 @@ def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
     if facts.resolve(expr) in names.DTYPE_NAMES:
         return True
     return isinstance(expr, (cst.Name, cst.Attribute)) and "dtype" in (syntax.last_name(expr) or "").lower()
+
+
+# Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
+# a Python list or number. Anything computed only from such results lives there too.
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+
+
+def is_host_call(call: cst.BaseExpression, facts) -> bool:
+    """`x.cpu()`, `x.numpy()`, `x.tolist()`, `x.item()`, `x.to("cpu")`: a value on the host."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or facts.resolve(call.func) is not None:
+        return False
+    method = call.func.attr.value
+    return method in HOST_METHODS or (method == "to" and to_cpu(facts, call))
 
 
 CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict"})
@@ -72,6 +85,7 @@ class Placement:
 
     device: Optional[cst.BaseExpression]  # what it was moved with; None for `.cuda()` or torch.load
     exact: bool = True  # the expression names the device itself (`.to(device)`), not an index (`.cuda(rank)`)
+    at: Optional[cst.CSTNode] = field(default=None, compare=False)  # the call that placed it (the evidence)
 
 
 class ValueModel:
@@ -120,14 +134,14 @@ class ValueModel:
                 break
             func = expr.func
             method = func.attr.value if isinstance(func, cst.Attribute) else None
-            if method == "cpu" or (method == "to" and to_cpu(self.facts, expr)):
-                return None
+            if is_host_call(expr, self.facts):
+                return None  # on the host, whatever it came from
             if method == "cuda":
                 index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(index.value if index is not None else None, exact=False)
+                return Placement(index.value if index is not None else None, exact=False, at=expr)
             if method == "to" and not is_dtype_only_move(expr, self.facts):
                 device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(device.value if device is not None else None)
+                return Placement(device.value if device is not None else None, at=expr)
             if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
                 module = func.value if method == "forward" else func
                 return self.placed.get(module.value) if isinstance(module, cst.Name) else None
