@@ -25,20 +25,26 @@ from pathlib import Path
 AUDIT_DIR = Path(__file__).resolve().parent / "audit"
 DEFAULT_SCRIPTS = Path("~/.cache/devlint-scripts/src").expanduser()
 HEADER = ["file", "line", "column", "code", "verdict", "reason"]
+# An optional last column judges the fix the finding offered (when it offered one): `good`, or
+# `wrong` (the fixed code breaks, or the fix changes nothing), with the reason saying why.
+FIX_COLUMN = "fix"
+FIX_VERDICTS = ("", "good", "wrong")
 VERDICTS = ("real", "harmless", "false")
-COLUMNS = ("findings", *VERDICTS, "unjudged")
+COLUMNS = ("findings", *VERDICTS, "unjudged", "fixes", "wrong fixes")
 
 
 def read_verdicts(path: Path) -> dict[tuple, dict]:
     """The verdicts of one package, keyed by (file, line, column, code)."""
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        if reader.fieldnames != HEADER:
-            sys.exit(f"{path}: the header must be {','.join(HEADER)}")
+        if reader.fieldnames not in (HEADER, HEADER + [FIX_COLUMN]):
+            sys.exit(f"{path}: the header must be {','.join(HEADER)}[,{FIX_COLUMN}]")
         verdicts = {}
         for number, row in enumerate(reader, start=2):
             if row["verdict"] not in VERDICTS:
                 sys.exit(f"{path}:{number}: verdict {row['verdict']!r} is not one of {VERDICTS}")
+            if row.get(FIX_COLUMN, "") not in FIX_VERDICTS:
+                sys.exit(f"{path}:{number}: fix verdict {row[FIX_COLUMN]!r} is not one of {FIX_VERDICTS}")
             key = (row["file"], int(row["line"]), int(row["column"]), row["code"])
             if key in verdicts:
                 sys.exit(f"{path}:{number}: a second verdict for {key}")
@@ -68,19 +74,22 @@ def join(package: str, findings: list[dict], verdicts: dict[tuple, dict]) -> lis
         seen.add(key)
         verdict = verdicts.get(key)
         rows.append(row_of(package, key, finding["message"], verdict,
-                           "judged" if verdict else "unjudged"))
+                           "judged" if verdict else "unjudged", finding.get("fix")))
     for key, verdict in verdicts.items():
         if key not in seen:
             rows.append(row_of(package, key, None, verdict, "gone"))
     return rows
 
 
-def row_of(package, key, message, verdict, status) -> dict:
+def row_of(package, key, message, verdict, status, fix=None) -> dict:
     file, line, column, code = key
     return {"package": package, "file": file, "line": line, "column": column, "code": code,
             "message": message, "status": status,
             "verdict": verdict["verdict"] if verdict else None,
-            "reason": verdict["reason"] if verdict else None}
+            "reason": verdict["reason"] if verdict else None,
+            "fix": fix["message"] if fix else None,
+            # a fix judged `wrong` counts while a fix is still offered
+            "fix_verdict": (verdict.get(FIX_COLUMN) or None) if verdict and fix else None}
 
 
 def count_table(title: str, rows: list[dict], group) -> list[str]:
@@ -92,15 +101,18 @@ def count_table(title: str, rows: list[dict], group) -> list[str]:
         for name in (group(row), "total"):
             counts[name]["findings"] += 1
             counts[name][row["verdict"] or "unjudged"] += 1
-    lines = [f"| {title} | " + " | ".join(COLUMNS) + " | real / judged |",
-             "|---|" + "---:|" * (len(COLUMNS) + 1)]
+            counts[name]["fixes"] += row.get("fix") is not None
+            counts[name]["wrong fixes"] += row.get("fix_verdict") == "wrong"
+    lines = [f"| {title} | " + " | ".join(COLUMNS) + " | real / judged | false / judged |",
+             "|---|" + "---:|" * (len(COLUMNS) + 2)]
     for name in sorted(counts, key=lambda name: (name == "total", name)):
         count = counts[name]
         judged = sum(count[verdict] for verdict in VERDICTS)
         share = f"{count['real'] / judged:.0%}" if judged else "-"
+        false = f"{count['false'] / judged:.0%}" if judged else "-"
         label = f"**{name}**" if name == "total" else name
         lines.append(f"| {label} | " + " | ".join(str(count[c]) for c in COLUMNS)
-                     + f" | {share} |")
+                     + f" | {share} | {false} |")
     return lines
 
 
@@ -114,7 +126,8 @@ def report(rows: list[dict], show_gone: bool) -> list[str]:
              *count_table("package", rows, lambda row: row["package"])]
     unjudged = [row for row in rows if row["status"] == "unjudged"]
     lines += ["", f"## Unjudged findings ({len(unjudged)})", ""]
-    lines += [f"- {location(row)} {row['message']}" for row in unjudged] or ["None."]
+    lines += [f"- {location(row)} {row['message']}" + (f" [fix: {row['fix']}]" if row["fix"] else "")
+              for row in unjudged] or ["None."]
     if show_gone:
         gone = [row for row in rows if row["status"] == "gone"]
         lines += ["", f"## Verdicts whose finding is gone ({len(gone)})"]
@@ -132,6 +145,10 @@ def main() -> int:
                         help="audit only these packages (names of bench/audit/*.csv, no suffix)")
     parser.add_argument("--scripts", type=Path, default=DEFAULT_SCRIPTS,
                         help="the unpacked tree printed by bench/fetch_scripts.sh")
+    parser.add_argument("--verdicts", type=Path, default=AUDIT_DIR,
+                        help="the folder of <package>.csv verdicts (default: bench/audit); for the "
+                             "held-out corpus: bench/heldout/tuning or bench/heldout/held-out, with "
+                             "--scripts ~/.cache/devlint-heldout/tuning (or held-out)")
     parser.add_argument("--gone", action="store_true",
                         help="list verdicts whose finding no longer appears")
     parser.add_argument("--json", type=Path, help="write the joined rows to this file")
@@ -140,12 +157,12 @@ def main() -> int:
 
     if not args.scripts.is_dir():
         sys.exit(f"{args.scripts} does not exist: run `bash bench/fetch_scripts.sh` first")
-    csv_files = sorted(AUDIT_DIR.glob("*.csv"))
+    csv_files = sorted(args.verdicts.glob("*.csv"))
     if args.packages:
         csv_files = [path for path in csv_files if path.stem in args.packages]
         missing = set(args.packages) - {path.stem for path in csv_files}
         if missing:
-            sys.exit(f"no verdicts in {AUDIT_DIR} for: {', '.join(sorted(missing))}")
+            sys.exit(f"no verdicts in {args.verdicts} for: {', '.join(sorted(missing))}")
     rows = []
     for path in csv_files:
         package_dir = args.scripts / path.stem

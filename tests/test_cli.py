@@ -312,6 +312,7 @@ def test_json_records(tmp_path):
         "location": {"row": 2, "column": 11},
         "end_location": {"row": 2, "column": 15},
         "fix": None,
+        "related": [],
         "url": (REPO / "rules" / "DEV001.md").as_uri(),
         "noqa_row": 2,
     }
@@ -322,7 +323,7 @@ def test_json_records(tmp_path):
     ]
     for rec in records:
         assert set(rec) == {"code", "name", "message", "filename", "location", "end_location",
-                            "fix", "url", "noqa_row"}
+                            "fix", "related", "url", "noqa_row"}
         assert set(rec["location"]) == set(rec["end_location"]) == {"row", "column"}
 
 

@@ -66,3 +66,49 @@ def test_a_forward_parameter_with_a_number_default_is_never_the_device():
     """)
     assert found.fix is None
     assert found.message.endswith("pass `device=`")
+
+
+# --- evidence: every finding names where the CPU tensor is made and what decides it -------------
+
+def _evidence(found) -> list:
+    return [(r.row, r.message) for r in found.related]
+
+
+def test_a_meeting_names_the_factory_and_the_derived_tensor():
+    [found] = findings("""
+        import torch
+        from torch import Tensor
+
+        def sequence_mask(lengths: Tensor, n: int):
+            steps = torch.arange(n)
+            hidden = lengths[:, None] * 2
+            return steps[None, :] < hidden
+    """)
+    assert _evidence(found) == [
+        (6, "`torch.arange()` makes a CPU tensor"),
+        (8, "it meets `hidden` (derived from parameter `lengths`)"),
+    ]
+    assert found.message.startswith("`torch.arange()` without `device=`")
+
+
+def test_forward_time_code_names_the_call_path_from_forward():
+    found = findings("""
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, feats):
+                return feats + torch.ones(3) + self.bias(feats.shape[-1])
+
+            def bias(self, n):
+                return self.grid(n) * 2
+
+            def grid(self, n):
+                return torch.arange(n)
+    """)
+    assert [_evidence(f) for f in found] == [
+        [(7, "`torch.ones()` makes a CPU tensor"), (7, "it meets `feats` (`forward` input)")],
+        [(13, "`torch.arange()` makes a CPU tensor"), (7, "called from `forward`"), (10, "called from `bias`"),
+         (13, "it is returned")],
+    ]
+    assert all(r.row > 0 for f in found for r in f.related)

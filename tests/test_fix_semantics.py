@@ -678,6 +678,66 @@ def test_dev002_fix_is_not_called_safe_when_load_state_dict_assigns(checkpoints)
     assert after == before  # fails: the fixed code leaves them on the CPU
 
 
+# Inside `__setstate__` the object restored is whatever the pickle held, and its
+# `load_state_dict` need not copy onto a module's device: here it adopts the tensors, so on the
+# GPU box the loaded weight lands on the "GPU" before the fix and on the CPU after it.
+SETSTATE_LOADER = textwrap.dedent(
+    '''\
+    import torch
+
+
+    class Stats:
+        def load_state_dict(self, state):
+            self.weight = state["weight"]
+
+        def __setstate__(self, state):
+            self.load_state_dict(torch.load(state["path"]))
+
+
+    def load(path):
+        stats = Stats.__new__(Stats)
+        stats.__setstate__({"path": path})
+        return stats.weight.device.type
+    '''
+)
+SETSTATE_BOX = textwrap.dedent(
+    '''\
+    import json
+    import sys
+    import torch
+
+    def restore_on_the_gpu(obj, location):
+        if location.startswith("cuda"):
+            return torch.UntypedStorage(obj.nbytes(), device="meta")
+        return None
+
+    torch.serialization.register_package(-100, lambda obj: None, restore_on_the_gpu)
+    devices = []
+    for source in json.loads(sys.argv[2]):
+        namespace = {}
+        exec(compile(source, "m.py", "exec"), namespace)
+        devices.append(namespace["load"](sys.argv[1]))
+    print(json.dumps(devices))
+    '''
+)
+
+
+def test_dev002_fix_is_unsafe_inside_setstate(checkpoints):
+    cuda_path, _ = checkpoints
+    (finding,) = findings(SETSTATE_LOADER, "DEV002")
+    assert finding.fix.applicability == "unsafe"
+    assert fix(SETSTATE_LOADER).text == SETSTATE_LOADER  # safe fixes leave it alone
+    fixed = fix(SETSTATE_LOADER, unsafe=True).text
+    assert 'torch.load(state["path"], map_location="cpu")' in fixed
+    out = subprocess.run(
+        [sys.executable, "-c", SETSTATE_BOX, str(cuda_path), json.dumps([SETSTATE_LOADER, fixed])],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    before, after = json.loads(out)
+    assert before == "meta"  # the weight lands on the "GPU"
+    assert after == "cpu"  # the fixed code changes where it lands: not a safe fix
+
+
 # DEV007: `.to(X)` at the use puts a loader's batch where the module was moved ("meta" stands in
 # for the accelerator); without the fix the same loop fails.
 DEV007_LOOP = textwrap.dedent(
@@ -797,6 +857,106 @@ def test_dev012_fix_follows_a_later_move_of_the_module():
 
     out, noise, offset = after(x)
     assert out.device.type == noise.device.type == offset.device.type == "meta"
+
+
+# DEV012: no fix where the input's device would break a host end (`.tolist()`) or where it
+# would write `x.to(x.device)`, a move of `x` to where it already is
+HOST_END = '''\
+import torch
+from torch import nn
+
+
+class Positions(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x):
+        order = torch.arange(x.shape[0], device=self.device).tolist()
+        scale = torch.ones(x.shape[-1], device=self.device)
+        return self.proj(x * scale), order
+
+
+class Mover(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x):
+        x = x.to(self.device)
+        return self.proj(x)
+'''
+
+
+def test_dev012_fix_is_withheld_at_host_ends_and_where_it_would_move_nothing():
+    found = findings(HOST_END, "DEV012")
+    assert len(found) == 3
+    assert "next(self.parameters()).device" in found[2].message and found[2].fix is None
+    result = fix(HOST_END, unsafe=True)
+    assert [f.row for f in result.fixed if f.code == "DEV012"] == [found[1].row]  # `scale` only
+    assert "x.to(x.device)" not in result.text and "x = x.to(self.device)" in result.text
+    assert "torch.arange(x.shape[0], device=self.device).tolist()" in result.text
+
+    namespace = load_source(result.text)
+    module = namespace["Positions"](4).to("meta")  # the module and its input on the "accelerator"
+    out, order = module(torch.randn(3, 4, device="meta"))
+    assert out.device.type == "meta" and order == [0, 1, 2]
+    with pytest.raises((NotImplementedError, RuntimeError)):  # what the withheld fix would have run
+        torch.arange(3, device=torch.empty(0, device="meta").device).tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# DEV003: `device=X.device` puts the new tensor where X is; it is withheld where the value's
+# uses reach a host end (`.tolist()`, `.numpy()`, `.item()`, ...) with no `.cpu()` between
+# --------------------------------------------------------------------------------------------
+
+HOST_ENDS = '''\
+import torch
+
+
+def sequence_mask(lengths: torch.Tensor, n: int):
+    steps = torch.arange(n)
+    return steps[None, :] < lengths[:, None]
+
+
+def counts_on_host(x: torch.Tensor, n: int):
+    bins = torch.arange(n)
+    hits = (x[:, None] == bins).sum(0)
+    return hits.cpu().tolist()
+
+
+def counts(x: torch.Tensor, n: int):
+    bins = torch.arange(n)
+    hits = (x[:, None] == bins).sum(0)
+    return hits.tolist()
+'''
+
+
+def test_dev003_fix_places_the_factory_and_is_withheld_before_a_host_end():
+    found = findings(HOST_ENDS, "DEV003")
+    assert [f.row for f in found] == [5, 10, 16]
+    assert [f.fix is not None for f in found] == [True, True, False]
+    assert "DEV003" not in codes(fix(HOST_ENDS).fixed)  # unsafe only
+    result = fix(HOST_ENDS, unsafe=True)
+    assert [f.row for f in result.remaining if f.code == "DEV003"] == [16]
+    assert "bins = torch.arange(n)\n    hits = (x[:, None] == bins).sum(0)\n    return hits.tolist()" in result.text
+    before, after = load_source(HOST_ENDS), load_source(result.text)
+
+    lengths, x = torch.tensor([1, 3]), torch.tensor([0, 2, 2, 1])
+    assert torch.equal(before["sequence_mask"](lengths, 4), after["sequence_mask"](lengths, 4))  # the CPU
+    assert before["counts_on_host"](x, 3) == after["counts_on_host"](x, 3) == after["counts"](x, 3) == [1, 1, 2]
+
+    meta_lengths = torch.empty(2, dtype=torch.long, device="meta")  # "meta" stands in for the GPU
+    assert after["sequence_mask"](meta_lengths, 4).device.type == "meta"
+    with pytest.raises(RuntimeError):  # the CPU steps meet the device lengths
+        before["sequence_mask"](meta_lengths, 4)
+
+    # the withheld fix would have moved the host computation onto the device, and broken `.tolist()`
+    would_be = load_source(HOST_ENDS.replace("bins = torch.arange(n)", "bins = torch.arange(n, device=x.device)"))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        would_be["counts"](torch.empty(4, dtype=torch.long, device="meta"), 3)
 
 
 # --------------------------------------------------------------------------------------------

@@ -362,3 +362,27 @@ def test_writing_back_refuses_an_ipython_line_a_change_moved_or_removed():
                     nb.module.replace("# devlint: cell 6\n", "")):  # cells merged
         with pytest.raises(notebook.NotebookError):
             notebook.split(nb, changed)
+
+
+def test_cells_are_one_scope_for_placements(tmp_path):
+    """A loader built in one cell over tensors moved there yields moved batches in a later cell;
+    one over CPU tensors does not."""
+    cells = [
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+        "X = torch.randn(100, 3).to(device)\ny = torch.randint(0, 2, (100,)).to(device)\n"
+        "train_loader = DataLoader(TensorDataset(X, y), batch_size=8)",
+        "model = nn.Linear(3, 2).to(device)",
+        "%matplotlib inline",
+        "for xb, yb in train_loader:\n    loss = nn.functional.cross_entropy(model(xb), yb)",
+        "cpu_loader = DataLoader(TensorDataset(torch.randn(10, 3)), batch_size=2)",
+        "for (xb,) in cpu_loader:\n    model(xb)",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
+                  for c in cells],
+        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    r = devlint("nb.ipynb", "--select", "DEV007", cwd=tmp_path)
+    assert [line.split(" DEV")[0] for line in r.stdout.splitlines() if "DEV007" in line] == ["nb.ipynb:cell 7:2:11:"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Generic, NamedTuple, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, ClassVar, Generic, NamedTuple, Optional, Sequence, TypeVar
 
 import libcst as cst
 
@@ -76,6 +76,7 @@ class Reported(NamedTuple):
     node: cst.CSTNode
     fix: Optional[NodeFix]
     ancestors: tuple[cst.CSTNode, ...]  # from the module down to `node`
+    related: tuple[tuple[cst.CSTNode, str], ...] = ()  # (node, clause): the finding's evidence
 
     @property
     def statement(self) -> cst.CSTNode:
@@ -110,8 +111,10 @@ class Context:
     def torch_at_least(self, major: int, minor: int = 0) -> bool:
         return self.target_torch >= (major, minor)
 
-    def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
-        self.findings.append(Reported(code, name, message, node, fix, tuple(self.ancestors)))
+    def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None,
+               related: Sequence[tuple[cst.CSTNode, str]] = ()) -> None:
+        """`related`: (node, clause) pairs, the places that decided the finding (see `Related`)."""
+        self.findings.append(Reported(code, name, message, node, fix, tuple(self.ancestors), tuple(related)))
 
 
 class FrameState(Generic[S]):
@@ -151,8 +154,9 @@ class Rule:
         self.ctx = ctx
         self.facts = ctx.facts
 
-    def report(self, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None) -> None:
-        self.ctx.report(self.code, self.name, node, message, fix)
+    def report(self, node: cst.CSTNode, message: str, fix: Optional[NodeFix] = None,
+               related: Sequence[tuple[cst.CSTNode, str]] = ()) -> None:
+        self.ctx.report(self.code, self.name, node, message, fix, related)
 
     @classmethod
     def fix_availability(cls) -> str:

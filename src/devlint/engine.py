@@ -22,7 +22,7 @@ from devlint import syntax
 from devlint.analysis.base import in_dependency_order
 from devlint.base import ClassFrame, Context, FunctionFrame, NodeFix, Reported, Rule  # noqa: F401 (NodeFix, Rule re-exported)
 from devlint.facts import FileFacts
-from devlint.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError  # noqa: F401 (re-exported)
+from devlint.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError, Related  # noqa: F401 (re-exported)
 from devlint.positions import statement_first_lines, statement_positions
 
 # A file that holds none of these words cannot hold a finding and is never parsed.
@@ -136,7 +136,11 @@ def check_module(
     del rules
     if not ctx.findings:
         return []
-    statements = list({id(f.statement): f.statement for f in ctx.findings}.values())
+    statements = {id(f.statement): f.statement for f in ctx.findings}
+    evidence = {id(node): node for f in ctx.findings for node, _ in f.related}
+    if evidence:
+        statements.update(_holders(module, statements, evidence))
+    statements = list(statements.values())
     first_lines = statement_first_lines(module, source) if source is not None else None
     positions = statement_positions(module, source, statements, first_lines) if first_lines else None
     if positions:
@@ -166,11 +170,36 @@ def _findings(
                 else:
                     edit = text_edit(module, r.statement, first_lines[id(r.statement)], span, r.fix)
             fix = Fix(r.fix.applicability, r.fix.message, (edit,))
+        related = tuple(
+            Related(clause, at.start.line, at.start.column + 1, at.end.line, at.end.column + 1)
+            for node, clause in r.related if (at := positions.get(node)) is not None
+        )
         finding = Finding(
             r.code, r.name, r.message, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, fix,
+            related=related,
         )
         findings.setdefault((finding.row, finding.column, r.code), finding)  # one per place and code
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _holders(module: cst.Module, found: dict, nodes: dict) -> dict:
+    """The module-level statements holding `nodes` that are not already in `found` (the
+    statements of the findings, searched first: the evidence is nearly always in them)."""
+    missing, extra = set(nodes), {}
+    for statements in (found.values(), (s for s in module.body if id(s) not in found)):
+        for statement in statements:
+            stack, holds = [statement], False
+            while stack and missing:
+                node = stack.pop()
+                if id(node) in missing:
+                    missing.discard(id(node))
+                    holds = True
+                stack.extend(node.children)
+            if holds and id(statement) not in found:
+                extra[id(statement)] = statement
+            if not missing:
+                return extra
+    return extra
 
 
 def _rendered_in_place(module: cst.Module, source: str, line_starts: list[int], span, r: Reported) -> Optional[Edit]:

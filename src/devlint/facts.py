@@ -11,11 +11,12 @@ from __future__ import annotations
 import builtins
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import libcst as cst
 
 from devlint import guards, names, syntax
+from devlint.analysis import bindings
 
 @dataclass
 class ClassInfo:
@@ -123,6 +124,42 @@ class FileFacts:
             self._bound_torch = True
         self.aliases[local] = target
 
+    # --- receivers of methods matched by name ----------------------------------------------
+    def receiver_may_be_torch_object(self, receiver: cst.BaseExpression, ancestors: Sequence[cst.CSTNode]) -> bool:
+        """Whether `receiver` of a method matched by its name (`X.load_state_dict(...)`,
+        `X.to(...)`) may be a torch object (a module, tensor, optimizer, scheduler, scaler),
+        where the code at `ancestors[-1]` runs. Not when it is a name bound by an import (`from
+        pkg import dist_util`, `import utils`, `import a.b as c`, at the module level or in the
+        function): that is a module, and the call is that module's function; nor when it is a
+        class of this file that is not a module, optimizer or scheduler (`Registry.load(...)`).
+        A parameter or local binding of the same name in a function holding the code hides both."""
+        if not isinstance(receiver, cst.Name):
+            return True
+        name = receiver.value
+        local = bindings.function_bindings(name, ancestors)
+        if local is not None:
+            return not all(isinstance(b, cst.ImportAlias) for b in local)
+        if name in self.aliases:
+            return False
+        classes = [info for info in self.classes.values() if info.name == name]
+        return not classes or any(self._may_be_torch_class(info, frozenset()) for info in classes)
+
+    def _may_be_torch_class(self, info: ClassInfo, seen: frozenset) -> bool:
+        """A module class, a class of unknown kind, or one whose bases lead into torch or are
+        named as optimizers and schedulers are (`class Lamb(Optimizer)`)."""
+        if info.kind in (MODULE, UNKNOWN):
+            return True
+        for base in info.base_names:
+            if base is None:
+                return True
+            last = base.rsplit(".", 1)[-1]
+            if (self.resolve_dotted(base) or "").startswith("torch.") or last.endswith(TORCH_OBJECT_BASE_SUFFIXES):
+                return True
+            local = [c for c in self.classes.values() if c.name == base and id(c) not in seen]
+            if any(self._may_be_torch_class(c, seen | {id(info)}) for c in local):
+                return True
+        return False
+
     # --- classes and functions -----------------------------------------------------------
     def class_info(self, node: cst.ClassDef) -> Optional[ClassInfo]:
         return self.classes.get(node)
@@ -223,6 +260,8 @@ class FileFacts:
             return OTHER_FRAMEWORK
         if package in sys.stdlib_module_names or package in names.TYPING_PACKAGES:
             return NOT_MODULE  # `ABC`, `Generic[T]`, `Enum`, `NamedTuple`
+        if last.endswith(names.NOT_MODULE_BASE_SUFFIXES):
+            return NOT_MODULE  # `LightningDataModule`, `Dataset`, `Trainer`: named for what they are
         if last in names.FRAMEWORK_MODULE_BASES:
             required = names.FRAMEWORK_BASE_PACKAGES.get(last)
             if required is None or package is None or package in ("", required):
@@ -235,6 +274,8 @@ class FileFacts:
 # base from another framework rules it out; one module base makes it a module).
 NOT_MODULE, UNKNOWN, MODULE, OTHER_FRAMEWORK = "not-module", "unknown", "module", "other-framework"
 _STRENGTH = {NOT_MODULE: 0, UNKNOWN: 1, MODULE: 2, OTHER_FRAMEWORK: 3}
+# Base names of torch objects that are not modules but have `load_state_dict`, `state_dict`...
+TORCH_OBJECT_BASE_SUFFIXES = ("Optimizer", "Scheduler", "LR", "Scaler")
 
 
 def _strongest(kinds: list[str]) -> str:

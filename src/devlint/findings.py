@@ -30,6 +30,23 @@ FILE_ERROR = "file-error"
 
 
 @dataclass(frozen=True)
+class Related:
+    """A place that decided a finding (where a CPU value was made, where it meets a device
+    value), with a clause saying what happens there."""
+
+    message: str  # a clause; "{line}" in it stands for where it is, else " at line N" follows
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    cell: Optional[int] = None  # in a notebook: the cell the rows count in
+
+    def clause(self, finding_cell: Optional[int] = None) -> str:
+        where = f"line {self.row}" if self.cell is None or self.cell == finding_cell else f"cell {self.cell}, line {self.row}"
+        return self.message.replace("{line}", where) if "{line}" in self.message else f"{self.message} at {where}"
+
+
+@dataclass(frozen=True)
 class Finding:
     """A diagnostic: a rule's finding, or (with no code) why a file could not be checked."""
 
@@ -42,6 +59,14 @@ class Finding:
     end_column: int
     fix: Optional[Fix] = None
     cell: Optional[int] = None  # in a notebook: the cell (1-based), and rows count inside it
+    related: tuple[Related, ...] = ()  # the evidence: where the values that meet came from
+
+    @property
+    def text(self) -> str:
+        """The message with its evidence, as one line: what the text formats print."""
+        if not self.related:
+            return self.message
+        return f"{self.message} ({'; '.join(r.clause(self.cell) for r in self.related)})"
 
     @property
     def sort_key(self):

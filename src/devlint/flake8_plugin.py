@@ -36,7 +36,7 @@ class Plugin:
         except ParseError:
             return  # flake8 reports the syntax error itself (E999)
         for f in findings:
-            yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)  # flake8 columns are 0-based
+            yield f.row, f.column - 1, f"{f.code} {f.text}", type(self)  # flake8 columns are 0-based
 
 
 @lru_cache(maxsize=None)

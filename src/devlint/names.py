@@ -122,6 +122,12 @@ MODULE_BASE_SUFFIXES = (
     "Module", "Model", "Layer", "Block", "Net", "Head", "Encoder", "Decoder", "Attention", "Loss",
     "Embedding", "Embeddings",
 )
+# Imported bases named for what they are and that are never modules: Lightning's
+# `LightningDataModule` (despite its `Module`), data sets, loaders, samplers, callbacks, trainers,
+# optimizers and schedulers. They win over the module suffixes above.
+NOT_MODULE_BASE_SUFFIXES = (
+    "DataModule", "Dataset", "DataLoader", "Sampler", "Callback", "Trainer", "Optimizer", "Scheduler",
+)
 FRAMEWORK_MODULE_BASES = frozenset(
     {"LightningModule", "PreTrainedModel", "ModelMixin", "BaseModule", "Metric", "HyperModule",
      "ModuleList", "ModuleDict", "Sequential"}

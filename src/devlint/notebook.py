@@ -230,7 +230,14 @@ def locate(finding: Finding, rows: list[tuple[int, int]]) -> Finding:
     if fix is not None:
         fix = Fix(fix.applicability, fix.message, tuple(
             Edit(e.content, where(e.row)[1], e.column, where(e.end_row)[1], e.end_column) for e in fix.edits))
-    return dataclasses.replace(finding, row=row, end_row=end_row, end_column=end_column, fix=fix, cell=cell or None)
+    related = []
+    for r in finding.related:
+        r_cell, r_row = where(r.row)
+        r_end_cell, r_end_row = where(r.end_row)
+        end = (r_end_row, r.end_column) if r_end_cell == r_cell else (r_row, r.column)
+        related.append(dataclasses.replace(r, row=r_row, end_row=end[0], end_column=end[1], cell=r_cell or None))
+    return dataclasses.replace(finding, row=row, end_row=end_row, end_column=end_column, fix=fix, cell=cell or None,
+                               related=tuple(related))
 
 
 # --- writing back --------------------------------------------------------------------------------

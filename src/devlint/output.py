@@ -87,7 +87,7 @@ def text_line(report: FileReport, f: Finding, unsafe: bool = False, style: Style
     if f.is_file_error:
         return f"{place} {style.code('error')}: {f.message}"
     mark = f"{style.fixable()} " if f.fixable(unsafe) else ""
-    return f"{place} {style.rule(f.code)} {mark}{f.message}"
+    return f"{place} {style.rule(f.code)} {mark}{f.text}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -232,6 +232,12 @@ def records(reports: Sequence[FileReport]) -> list[dict]:
                 "location": {"row": f.row, "column": f.column},
                 "end_location": {"row": f.end_row, "column": f.end_column},
                 "fix": _fix_record(f.fix),
+                "related": [{
+                    **({} if r.cell is None else {"cell": r.cell}),
+                    "message": r.clause(f.cell),
+                    "location": {"row": r.row, "column": r.column},
+                    "end_location": {"row": r.end_row, "column": r.end_column},
+                } for r in f.related],
                 "url": None if f.is_file_error else rule_url(f.code),
                 "noqa_row": None if f.is_file_error else f.row,
             })
@@ -277,7 +283,7 @@ def write_github(reports: Sequence[FileReport], out: TextIO) -> None:
         for f in report.diagnostics:
             title, end = ("devlint", "") if f.is_file_error else (
                 f"devlint ({f.code})", f",endLine={f.end_row},endColumn={f.end_column}")
-            message = f.message if f.cell is None else f"cell {f.cell}: {f.message}"
+            message = f.text if f.cell is None else f"cell {f.cell}: {f.text}"
             print(f"::error title={title},file={file},line={f.row},col={f.column}{end}::{_escape_data(message)}", file=out)
 
 
@@ -308,12 +314,22 @@ def sarif(reports: Sequence[FileReport]) -> dict:
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
                 "level": "error",
-                "message": {"text": f.message},
+                "message": {"text": f.text},
                 "locations": [{"physicalLocation": {
                     "artifactLocation": {"uri": uri},
                     "region": {"startLine": f.row, "startColumn": f.column, "endLine": f.end_row, "endColumn": f.end_column},
                 }}],
             }
+            if f.related:
+                result["relatedLocations"] = [{
+                    "id": i,
+                    "message": {"text": r.clause(f.cell)},
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": uri},
+                        "region": {"startLine": r.row, "startColumn": r.column, "endLine": r.end_row, "endColumn": r.end_column},
+                    },
+                    **({} if r.cell is None else {"logicalLocations": [{"name": f"cell {r.cell}", "kind": "module"}]}),
+                } for i, r in enumerate(f.related)]
             if f.cell is not None:  # the region's rows count inside the cell
                 result["locations"][0]["logicalLocations"] = [{"name": f"cell {f.cell}", "kind": "module"}]
                 result["properties"] = {"cell": f.cell}

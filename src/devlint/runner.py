@@ -16,7 +16,7 @@ from typing import Iterator, Optional, Sequence
 
 from devlint import noqa
 from devlint.config import Settings
-from devlint.findings import Edit, Finding, Fix, ParseError, file_error
+from devlint.findings import Edit, Finding, Fix, ParseError, Related, file_error
 from devlint.linter import Linter
 from devlint.notebook import is_notebook
 from devlint.paths import is_checked_name, named_file_problem
@@ -381,7 +381,7 @@ class FindingCache:
     """`.devlint_cache/<version>-<format>/`: one JSON file per (content, effective rules) key.
     A record that does not read as this format is a miss."""
 
-    FORMAT = 2  # a file's diagnostics, its file error among them
+    FORMAT = 3  # a file's diagnostics (with their evidence), its file error among them
 
     def __init__(self, root: Path, settings: Settings) -> None:
         from devlint import __version__
@@ -462,4 +462,5 @@ def _finding_from(data: dict) -> Finding:
     fix = data.pop("fix")
     if fix is not None:
         fix = Fix(fix["applicability"], fix["message"], tuple(Edit(**e) for e in fix["edits"]))
-    return Finding(**data, fix=fix)
+    related = tuple(Related(**r) for r in data.pop("related", ()))
+    return Finding(**data, fix=fix, related=related)

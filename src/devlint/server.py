@@ -23,7 +23,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -252,10 +252,16 @@ class DevlintServer(LanguageServer):
     def publish_notebook(self, uri: str, result: NotebookResult) -> None:
         """Each cell's diagnostics on the cell's document; cleared on cells that are no longer
         Python code cells of the notebook."""
+        by_number = {cell.number: (cell.uri, _lines(cell.source)) for cell in result.cells}
+
+        def cells(number: Optional[int]):
+            return by_number.get(number)
+
         for cell in result.cells:
             lines = _lines(cell.source)
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=cell.uri, diagnostics=[self.diagnostic(lines, f) for f in result.in_cell(cell)], version=cell.version))
+                uri=cell.uri, diagnostics=[self.diagnostic(lines, f, cells) for f in result.in_cell(cell)],
+                version=cell.version))
         now = {cell.uri for cell in result.cells}
         for gone in self.cells_published.get(uri, set()) - now:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
@@ -347,12 +353,25 @@ class DevlintServer(LanguageServer):
 
     def publish(self, uri: str, result: Result) -> None:
         lines = _lines(result.source)
-        diagnostics = [self.diagnostic(lines, f) for f in ([result.error] if result.error else []) + result.findings]
+        diagnostics = [self.diagnostic(lines, f, lambda cell: (uri, lines))
+                       for f in ([result.error] if result.error else []) + result.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=result.version))
 
-    def diagnostic(self, lines: Sequence[str], f: Finding) -> types.Diagnostic:
+    def diagnostic(self, lines: Sequence[str], f: Finding,
+                   document_of: Callable[[Optional[int]], Optional[tuple[str, Sequence[str]]]] = lambda cell: None,
+                   ) -> types.Diagnostic:
+        """`document_of(cell)`: the URI and lines of the document a related location is in
+        (the cell's, in a notebook); a related location with none is left out."""
         from devlint.output import rule_url
+
+        related = []
+        for r in f.related:
+            document = document_of(r.cell)
+            if document is not None:
+                related.append(types.DiagnosticRelatedInformation(
+                    location=types.Location(uri=document[0], range=self.range(document[1], r.row, r.column, r.end_row, r.end_column)),
+                    message=r.clause(f.cell)))
 
         if f.is_file_error:
             return types.Diagnostic(range=self.range(lines, f.row, f.column, f.row, f.column), message=f.message,
@@ -364,6 +383,7 @@ class DevlintServer(LanguageServer):
             code=f.code,
             code_description=types.CodeDescription(href=rule_url(f.code)),
             source="devlint",
+            related_information=related or None,
         )
 
     # --- positions: the engine's 1-based rows and character columns, the client's code units -------
@@ -425,7 +445,7 @@ class DevlintServer(LanguageServer):
             actions.append(types.CodeAction(
                 title=f"Fix {f.code}: {f.fix.message} ({f.fix.applicability})",
                 kind=types.CodeActionKind.QuickFix,
-                diagnostics=[self.diagnostic(lines, f)],
+                diagnostics=[self.diagnostic(lines, f, lambda cell, f=f: (uri, lines) if cell == f.cell else None)],
                 is_preferred=f.fix.applicability == "safe",
                 edit=self.workspace_edit(uri, version, self.text_edits(lines, f.fix.edits)),
             ))

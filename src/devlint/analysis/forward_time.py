@@ -36,12 +36,35 @@ class ForwardTime(Analysis):
         self._classes: FrameState[_ClassCalls] = FrameState(_ClassCalls)
         self._bases: dict[str, _BaseClass] = {}  # by class name, the last one ended
         self._base_names: Optional[set[str]] = None
+        self._sites: dict[str, dict[str, list[tuple[str, cst.Call]]]] = {}  # class -> method -> (called, call)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
         called = _method_of_own_class(frame, node.func) if frame is not None else None
         if called is not None:
             self._classes[frame.klass].self_calls.setdefault(frame.method, set()).add(called)
+            sites = self._sites.setdefault(frame.klass.node.name.value, {}).setdefault(frame.method, [])
+            sites.append((called, node))
+
+    def call_path(self, frame: FunctionFrame) -> Optional[list[tuple[cst.Call, str]]]:
+        """How `forward` reaches the method of `frame`: each call site with the method it is in,
+        from `forward` down (empty for `forward` itself); None when no path is known. Looked up
+        in the method's class first, then across the file's classes (a base's method reached
+        from a subclass's `forward`)."""
+        if frame.klass is None or frame.method is None:
+            return None
+        if frame.method == "forward":
+            return []
+        own = self._sites.get(frame.klass.node.name.value, {})
+        merged: dict[str, list[tuple[str, cst.Call]]] = {}
+        for methods in self._sites.values():
+            for method, sites in methods.items():
+                merged.setdefault(method, []).extend(sites)
+        for graph in (own, merged):
+            found = _path(graph, frame.method)
+            if found is not None:
+                return found
+        return None
 
     def when_known(self, frame: Optional[FunctionFrame], callback: Callable[[bool], None]) -> None:
         """Call back once it is known whether `frame` runs at forward time (at its class's end)."""
@@ -137,6 +160,27 @@ def _method_of_own_class(frame: FunctionFrame, func: cst.BaseExpression) -> Opti
         return func.attr.value
     if isinstance(owner, cst.Name) and owner.value == frame.klass.node.name.value:
         return func.attr.value
+    return None
+
+
+def _path(graph: dict[str, list[tuple[str, cst.Call]]], target: str) -> Optional[list[tuple[cst.Call, str]]]:
+    """The shortest chain of call sites from `forward` to `target` (breadth first)."""
+    previous: dict[str, tuple[str, cst.Call]] = {}
+    pending, seen = ["forward"], {"forward"}
+    while pending:
+        method = pending.pop(0)
+        if method == target:
+            chain = []
+            while method != "forward":
+                caller, call = previous[method]
+                chain.append((call, caller))
+                method = caller
+            return chain[::-1]
+        for called, call in graph.get(method, ()):
+            if called not in seen:
+                seen.add(called)
+                previous[called] = (method, call)
+                pending.append(called)
     return None
 
 

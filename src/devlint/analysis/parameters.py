@@ -29,7 +29,26 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             if node.attr.value in evidence:
                 used.add(node.value.value)
+        elif isinstance(node, cst.Call):
+            tested = _tested_as_tensor(node, facts)
+            if tested is not None:
+                used.add(tested)
     return [n for n in candidates if n in annotated or n in used]
+
+
+def _tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
+    """NAME for `torch.is_tensor(NAME)` or `isinstance(NAME, torch.Tensor)`: the function
+    expects a tensor there (not `isinstance(NAME, (torch.Tensor, float))`: it may be a number)."""
+    args = [a.value for a in call.args]
+    if not args or not isinstance(args[0], cst.Name):
+        return None
+    qualified = facts.resolve(call.func)
+    if qualified == "torch.is_tensor" and len(args) == 1:
+        return args[0].value
+    if isinstance(call.func, cst.Name) and call.func.value == "isinstance" and qualified is None and len(args) == 2:
+        if facts.resolve(args[1]) == "torch.Tensor":
+            return args[0].value
+    return None
 
 
 def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:

@@ -33,6 +33,7 @@ class ScopeScan:
     cpu: dict[str, "CpuValue"] = field(default_factory=dict)  # name -> the CPU value it holds (not a factory)
     loaders: dict[str, bool] = field(default_factory=dict)  # name -> yields CPU batches (False: moved by a framework)
     datasets: dict[str, bool] = field(default_factory=dict)  # name -> items on the CPU (False: built from placed tensors)
+    dataset_calls: dict[str, cst.Call] = field(default_factory=dict)  # name -> the call that built the data set
     modules: set = field(default_factory=set)  # placed names known to be modules (moved in place, loaded)
     losses: set = field(default_factory=set)  # names bound to an `nn.*Loss` instance
     cpu_devices: set = field(default_factory=set)  # names bound to a CPU device
@@ -74,13 +75,13 @@ class ScopeScan:
         tokenizer, `.cpu()`), or None. 0-dim scalars are not counted."""
         factory = self.device_less_factory(expr)
         if factory is not None:
-            return None if _is_scalar_factory(factory, self.facts) else CpuValue(FACTORY, factory)
+            return None if _is_scalar_factory(factory, self.facts) else CpuValue(FACTORY, factory, origin=factory)
         reductions = 0
         while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self._tokenized(expr) is None
                and self.facts.resolve(expr.func) is None):
             method = expr.func.attr.value
-            if method == "cpu":
-                return CpuValue(HOST)
+            if method == "cpu":  # `out.mean().cpu()` is a 0-dim scalar: not counted
+                return None if reductions or _is_reduction(expr.func.value) else CpuValue(HOST, origin=expr)
             if method not in names.SHAPE_METHODS and not (method == "to" and values.is_dtype_only_move(expr, self.facts)):
                 return None
             if method in _REDUCTIONS and not expr.args:
@@ -92,7 +93,7 @@ class ScopeScan:
         elif isinstance(expr, cst.Subscript):
             base = expr.value
             if isinstance(base, cst.Name) and self.datasets.get(base.value):
-                found = CpuValue(DATASET, whole=True)
+                found = CpuValue(DATASET, whole=True, origin=self.dataset_calls.get(base.value, expr))
             else:
                 inner = self.cpu_value(base)
                 found = inner.item() if inner is not None and inner.kind != FACTORY else None
@@ -112,13 +113,13 @@ class ScopeScan:
     def _tokenized(self, call: cst.Call) -> Optional["CpuValue"]:
         """`tokenizer(text, return_tensors="pt")`."""
         arg = syntax.keyword(call, "return_tensors")
-        return CpuValue(TOKENIZER, whole=True) if arg is not None and syntax.string_value(arg.value) == "pt" else None
+        return CpuValue(TOKENIZER, whole=True, origin=call) if arg is not None and syntax.string_value(arg.value) == "pt" else None
 
     def _next_batch(self, call: cst.Call) -> Optional["CpuValue"]:
         """`next(iter(loader))`, `next(batches)` with `batches = iter(loader)`."""
         if isinstance(call.func, cst.Name) and call.func.value == "next" and call.args:
             if self.is_loader(call.args[0].value):
-                return CpuValue(LOADER, whole=True)
+                return CpuValue(LOADER, whole=True, origin=call)
         return None
 
     def is_loader(self, expr: cst.BaseExpression) -> bool:
@@ -133,9 +134,12 @@ class ScopeScan:
         last = syntax.last_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         return last is not None and last.lower().endswith("loader")
 
-    def _cpu_loader_call(self, call: cst.Call) -> bool:
+    def _is_data_loader(self, call: cst.Call) -> bool:
         qualified = self.facts.resolve(call.func) or ""
-        if not (qualified == "torch.utils.data.DataLoader" or syntax.last_name(call.func) == "DataLoader"):
+        return qualified == "torch.utils.data.DataLoader" or syntax.last_name(call.func) == "DataLoader"
+
+    def _cpu_loader_call(self, call: cst.Call) -> bool:
+        if not self._is_data_loader(call):
             return False
         if syntax.keyword(call, "pin_memory_device") or _collate_moves(self.facts, syntax.keyword(call, "collate_fn")):
             return False
@@ -203,7 +207,7 @@ class ScopeScan:
             if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                 self._forget(target.elements[0].value)
                 target = target.elements[1].value
-        self._bind_target(target, CpuValue(LOADER, whole=True) if self.is_loader(source) else None)
+        self._bind_target(target, CpuValue(LOADER, whole=True, origin=node.iter) if self.is_loader(source) else None)
 
     def _bind_target(self, target: cst.BaseExpression, value: Optional["CpuValue"]) -> None:
         """Bind a loop or unpacking target to a CPU value (its parts to the value's items)."""
@@ -224,7 +228,7 @@ class ScopeScan:
             return
         name = target.value
         self.first_binding.setdefault(name, self.order.get(target, 0))
-        for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets):
+        for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets, self.dataset_calls):
             table.pop(name, None)
         for group in (self.modules, self.losses, self.cpu_devices):
             group.discard(name)
@@ -286,7 +290,7 @@ class ScopeScan:
         elif call is not None and qualified in names.LOADERS and not (
             syntax.keyword(call, "map_location") or len(syntax.positional(call)) > names.LOADERS[qualified]
         ):
-            self.placed[name] = Placement(None)
+            self.placed[name] = Placement(None, at=call)
             self.modules.add(name)
         elif call is not None and _device_map(call) is not None:
             self.placed[name] = _device_map(call)
@@ -303,8 +307,11 @@ class ScopeScan:
                 self.loaders[name] = False
             elif self._cpu_loader_call(call) or (method == "iter" and call.args and self.is_loader(call.args[0].value)):
                 self.loaders[name] = True
+            elif self._is_data_loader(call):
+                self.loaders[name] = False  # over accelerator tensors, or moving its batches: whatever its name
             elif self._is_dataset(call):
                 self.datasets[name] = not self._placed_dataset(call)
+                self.dataset_calls[name] = call
                 if name.lower().endswith("loader"):
                     self.loaders[name] = False
             elif qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
@@ -330,9 +337,63 @@ class CpuValue:
     kind: str
     factory: Optional[cst.Call] = None
     whole: bool = False
+    origin: Optional[cst.CSTNode] = field(default=None, compare=False)  # where it was made (the evidence)
 
     def item(self) -> "CpuValue":
-        return CpuValue(self.kind)
+        return CpuValue(self.kind, origin=self.origin)
+
+
+def placement_evidence(placement: Optional[Placement]) -> Optional[tuple[cst.CSTNode, str]]:
+    """(node, clause) naming where a placed value was put on the accelerator, for a finding's
+    evidence; None when the placement has no known site."""
+    at = placement.at if placement is not None else None
+    if not isinstance(at, cst.Call):
+        return None
+    func = at.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+        receiver = _short(func.value)
+        subject = f"`{receiver}`" if receiver is not None else "it"
+        return at, f"{subject} is moved to the accelerator"
+    if syntax.keyword(at, "device_map") is not None:
+        return at, "`device_map=` places the model on the accelerator"
+    return at, f"`{syntax.dotted_name(func) or 'the load'}()` without `map_location` loads it onto the device it was saved on"
+
+
+def cpu_evidence(value: "CpuValue") -> Optional[tuple[cst.CSTNode, str]]:
+    """(node, clause) naming where a CPU value was made, for a finding's evidence."""
+    origin = value.origin
+    if origin is None:
+        return None
+    if value.kind == LOADER:
+        while isinstance(origin, cst.Call) and origin.args and syntax.last_name(origin.func) in (
+            names.ITERATION_WRAPPERS | {"enumerate"}
+        ):
+            origin = origin.args[0].value  # `enumerate(tqdm(loader))`: the loader
+        source = _short(origin)
+        return origin, f"the batch comes from {'`' + source + '`' if source else 'a data loader'} at {{line}} (CPU)"
+    if value.kind == DATASET:
+        return origin, "the data set is built at {line} (CPU)"
+    if value.kind == TOKENIZER:
+        return origin, "the tokenizer makes it at {line} (CPU)"
+    if value.kind == HOST:
+        return origin, "`.cpu()` moves it to the host"
+    return origin, "it is made at {line} (CPU)"
+
+
+def _short(node: cst.CSTNode) -> Optional[str]:
+    text = cst.Module([]).code_for_node(node)
+    return text if len(text) <= 40 and "\n" not in text else None
+
+
+def _is_reduction(expr: cst.BaseExpression) -> bool:
+    """`x.sum()`, `x.mean().detach()`: a whole-tensor reduction, a 0-dim tensor."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value in _REDUCTIONS and not expr.args:
+            return True
+        if expr.func.attr.value not in ("detach", "float", "double", "half", "clone"):
+            return False
+        expr = expr.func.value
+    return False
 
 
 def _is_scalar_factory(call: cst.Call, facts) -> bool:
@@ -370,8 +431,8 @@ def _device_map(call: cst.Call) -> Optional[Placement]:
     if text == "cpu" or isinstance(arg.value, cst.Name) and arg.value.value == "None":
         return None
     if text in ("auto", "balanced", "balanced_low_0", "sequential") or isinstance(arg.value, cst.Dict):
-        return Placement(None)
-    return Placement(arg.value if isinstance(arg.value, (cst.Name, cst.SimpleString)) else None)
+        return Placement(None, at=call)
+    return Placement(arg.value if isinstance(arg.value, (cst.Name, cst.SimpleString)) else None, at=call)
 
 
 def _collate_moves(facts, arg: Optional[cst.Arg]) -> bool:

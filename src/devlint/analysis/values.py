@@ -2,7 +2,7 @@
 follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import libcst as cst
@@ -38,6 +38,19 @@ def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
     return isinstance(expr, (cst.Name, cst.Attribute)) and "dtype" in (syntax.last_name(expr) or "").lower()
 
 
+# Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
+# a Python list or number. Anything computed only from such results lives there too.
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+
+
+def is_host_call(call: cst.BaseExpression, facts) -> bool:
+    """`x.cpu()`, `x.numpy()`, `x.tolist()`, `x.item()`, `x.to("cpu")`: a value on the host."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or facts.resolve(call.func) is not None:
+        return False
+    method = call.func.attr.value
+    return method in HOST_METHODS or (method == "to" and to_cpu(facts, call))
+
+
 CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict"})
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -47,13 +60,17 @@ TENSOR = "tensor"  # a tensor
 CONTAINER = "container"  # a list, tuple, set or dict holding one
 NON_TENSOR = "non-tensor"  # a number, a shape, a dtype: no tensor comes out
 PARAMETERS = "parameters"  # a place: where the function's tensor parameters live
+HOST = "host"  # a place: the host, whatever the value came from (`.cpu()`, `.numpy()`, `.tolist()`, `.item()`)
+# Methods whose result lives on the host whatever the receiver is.
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 
 
 @dataclass(frozen=True)
 class Value:
     """What an expression holds (`kind`: TENSOR, CONTAINER, NON_TENSOR or None, not known) and
-    where it lives (`place`: PARAMETERS, or None, not known: a CPU tensor made here, or anything
-    this model does not follow)."""
+    where it lives (`place`: PARAMETERS; HOST, the result of `.cpu()`, `.numpy()`, `.tolist()`,
+    `.item()` and what is computed only from such values and Python scalars; or None, not known:
+    a CPU tensor made here, or anything this model does not follow)."""
 
     kind: Optional[str] = None
     place: Optional[str] = None
@@ -68,6 +85,7 @@ class Placement:
 
     device: Optional[cst.BaseExpression]  # what it was moved with; None for `.cuda()` or torch.load
     exact: bool = True  # the expression names the device itself (`.to(device)`), not an index (`.cuda(rank)`)
+    at: Optional[cst.CSTNode] = field(default=None, compare=False)  # the call that placed it (the evidence)
 
 
 class ValueModel:
@@ -116,14 +134,14 @@ class ValueModel:
                 break
             func = expr.func
             method = func.attr.value if isinstance(func, cst.Attribute) else None
-            if method == "cpu" or (method == "to" and to_cpu(self.facts, expr)):
-                return None
+            if is_host_call(expr, self.facts):
+                return None  # on the host, whatever it came from
             if method == "cuda":
                 index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(index.value if index is not None else None, exact=False)
+                return Placement(index.value if index is not None else None, exact=False, at=expr)
             if method == "to" and not is_dtype_only_move(expr, self.facts):
                 device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
-                return Placement(device.value if device is not None else None)
+                return Placement(device.value if device is not None else None, at=expr)
             if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
                 module = func.value if method == "forward" else func
                 return self.placed.get(module.value) if isinstance(module, cst.Name) else None
@@ -157,18 +175,29 @@ class ValueModel:
         return self.of(expr.value)
 
     def _binary(self, expr: cst.BinaryOperation) -> Value:
-        return _either(self.of(expr.left), self.of(expr.right))
+        return self._on_host(_either(self.of(expr.left), self.of(expr.right)), expr.left, expr.right)
+
+    def _on_host(self, value: Value, *operands: cst.BaseExpression) -> Value:
+        """`value` placed on the host when every operand is a host value or a Python scalar."""
+        if value.place is not None:
+            return value
+        if operands and all(
+            self.of(o).place == HOST or is_python_scalar(o, self.facts) for o in operands
+        ) and any(self.of(o).place == HOST for o in operands):
+            return Value(value.kind, HOST)
+        return value
 
     def _comparison(self, expr: cst.Comparison) -> Value:
         """`x == 1` is a bool tensor where x is (its kind is not followed)."""
         operands = [self.of(expr.left), *(self.of(t.comparator) for t in expr.comparisons)]
-        return Value(None, PARAMETERS if any(v.place == PARAMETERS for v in operands) else None)
+        value = Value(None, PARAMETERS if any(v.place == PARAMETERS for v in operands) else None)
+        return self._on_host(value, expr.left, *(t.comparator for t in expr.comparisons))
 
     def _unary(self, expr: cst.UnaryOperation) -> Value:
         return self.of(expr.expression)
 
     def _conditional(self, expr: cst.IfExp) -> Value:
-        return _either(self.of(expr.body), self.of(expr.orelse))
+        return self._on_host(_either(self.of(expr.body), self.of(expr.orelse)), expr.body, expr.orelse)
 
     def _display(self, expr) -> Value:
         """A list, tuple, set or dict literal: a container when it holds a tensor."""
@@ -202,6 +231,9 @@ class ValueModel:
                 return self._comprehension(args[0].value)  # `list(torch.zeros(n) for n in sizes)`
         qualified = self.facts.resolve(func)
         method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in HOST_METHODS and qualified is None or method == "to" and to_cpu(self.facts, expr):
+            kind = NON_TENSOR if method in names.NON_TENSOR_METHODS else _tensor_kind(self.of(func.value))
+            return Value(kind, HOST)  # `x.cpu()`, `x.numpy()`: on the host whatever x is
         if method in names.NON_TENSOR_METHODS and qualified is None:
             return Value(NON_TENSOR)
         returned = self.returns(expr) if self.returns is not None else None
@@ -224,10 +256,20 @@ class ValueModel:
         arguments = [(a, self._held(a.value)) for a in call.args]
         with_parameters = placed_by_device or any(v.place == PARAMETERS for _, v in arguments)
         place = PARAMETERS if with_parameters else None
+        tensors = [v for a, v in arguments if a.keyword is None and _tensor_kind(v) is not None]
+        if place is None and device is None and tensors and all(v.place == HOST for v in tensors):
+            place = HOST  # `torch.cat([a.cpu(), b.cpu()])`: computed only from host values
         if qualified in PARAMETER_CLASSES or method in names.NON_TENSOR_METHODS or qualified.startswith("torch.nn."):
             return Value(None, place)
         holds_tensor = any(_tensor_kind(v) is not None for a, v in arguments if a.keyword is None)
         return Value(TENSOR if holds_tensor else None, place)
+
+
+def is_host_value(expr: cst.BaseExpression, facts, names: Callable[[str], Value] = lambda name: UNKNOWN) -> bool:
+    """Whether expr lives on the host whatever it came from: `x.cpu()`, `x.numpy()`,
+    `x.tolist()`, `x.item()`, and what is computed only from such values and Python scalars
+    (`x.cpu() * 2`, `torch.cat([a.cpu(), b.cpu()])`). `names` gives the value a local name holds."""
+    return ValueModel(facts, names).of(expr).place == HOST
 
 
 def to_cpu(facts, call: cst.Call) -> bool:
@@ -292,6 +334,8 @@ _SCALAR_PRESERVING_BUILTINS = frozenset({"round", "abs", "min", "max"})
 _SCALAR_METHODS = frozenset({"item", "numel", "dim", "ndimension", "element_size"})
 _SCALAR_ATTRIBUTES = frozenset({"ndim"})
 _TORCH_CONSTANTS = frozenset({"torch.pi", "torch.e", "torch.inf", "torch.nan"})
+# Their attributes (`min`, `max`, `eps`, `tiny`, `bits`, ...) are Python numbers.
+_TYPE_INFO = frozenset({"torch.finfo", "torch.iinfo", "numpy.finfo", "numpy.iinfo"})
 
 
 def is_python_scalar(expr: cst.BaseExpression, facts, scalar_names: Callable[[], frozenset] = frozenset) -> bool:
@@ -314,6 +358,8 @@ def is_python_scalar(expr: cst.BaseExpression, facts, scalar_names: Callable[[],
         return is_python_scalar(expr.body, facts, scalar_names) and is_python_scalar(expr.orelse, facts, scalar_names)
     if isinstance(expr, cst.Attribute):
         qualified = facts.resolve(expr) or ""
+        if isinstance(expr.value, cst.Call) and facts.resolve(expr.value.func) in _TYPE_INFO:
+            return True  # `torch.finfo(dtype).min`
         return qualified.startswith("math.") or qualified in _TORCH_CONSTANTS or expr.attr.value in _SCALAR_ATTRIBUTES
     if isinstance(expr, cst.Subscript):  # `x.shape[0]`, `x.size()[-1]`
         return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and _is_shape(expr.value)
@@ -376,11 +422,12 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
 
 
 def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
-    """Parameters annotated `int`, `float` or `bool` (without a default of another kind)."""
+    """Parameters annotated `int`, `float` or `bool` (without a default of another kind; a
+    default of `None` is no tensor either)."""
     return {
         p.name.value for p in syntax.all_params(func.params)
         if p.annotation is not None and syntax.dotted_name(p.annotation.annotation) in ("int", "float", "bool")
-        and (p.default is None or syntax.is_number_literal(p.default))
+        and (p.default is None or syntax.is_number_literal(p.default) or syntax.dotted_name(p.default) == "None")
     }
 
 

@@ -30,8 +30,11 @@ class LoadWithoutMapLocation(Rule):
         if self._saved_here(node) or self._in_temporary_folder(node):
             return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
-        # them to the CPU changes nothing else. Elsewhere they used to land on the GPU.
-        safe = loaded_into_load_state_dict(self.ctx.ancestors, copies=True) or self._loaded_through_name()
+        # them to the CPU changes nothing else. Elsewhere they used to land on the GPU; inside
+        # `__setstate__` the object being restored is whatever the pickle held.
+        safe = not self._in_setstate() and (
+            self._loaded_into_load_state_dict(self.ctx.ancestors) or self._loaded_through_name()
+        )
         fix = NodeFix(
             SAFE if safe else UNSAFE,
             'Add `map_location="cpu"`',
@@ -61,10 +64,22 @@ class LoadWithoutMapLocation(Rule):
         if assign.value is not path[i] or not isinstance(target, cst.Name):
             return False
         frame = self.ctx.function
-        use_path = _only_use(frame.node if frame is not None else path[0], target)
+        scope = frame.node if frame is not None else path[0]
+        use_path = _only_use(scope, target)
         if use_path is None or any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in use_path[1:]):
             return False
-        return loaded_into_load_state_dict(use_path, copies=True)
+        above = list(path[:next(i for i, n in enumerate(path) if n is scope)])
+        return self._loaded_into_load_state_dict(above + use_path)
+
+    def _loaded_into_load_state_dict(self, path) -> bool:
+        """`x.load_state_dict(<path[-1]>)` (see `loaded_into_load_state_dict`) where x may be a
+        torch object: not a module bound by an import (`dist_util.load_state_dict(...)`)."""
+        call = loaded_into_load_state_dict(path, copies=True)
+        return call is not None and self.facts.receiver_may_be_torch_object(call.func.value, path[:next(i for i, n in enumerate(path) if n is call) + 1])
+
+    def _in_setstate(self) -> bool:
+        frame = self.ctx.function
+        return frame is not None and frame.method == "__setstate__"
 
 
     def _in_temporary_folder(self, load: cst.Call) -> bool:
@@ -75,9 +90,11 @@ class LoadWithoutMapLocation(Rule):
         return path is not None and frame is not None and _mentions(path, _temporary_folders(frame.node))
 
     def _saved_here(self, load: cst.Call) -> bool:
-        """Whether the same function (or the module's top level) also saves to the path it loads
-        (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`): the file was
-        written on this machine by this code, so its tensors come back where they were."""
+        """Whether the same function (or the module's top level) saved, earlier in its text, to
+        the path or in-memory buffer it loads (`torch.save(obj, p)`, `fabric.save(p, ...)`,
+        `with incremental_save(p)`; `torch.save(obj, buf)` then `torch.load(buf)` or
+        `torch.load(io.BytesIO(buf.getvalue()))`): this process wrote it, so its tensors come
+        back where they were."""
         path = _path_argument(load)
         if path is None:
             return False
@@ -87,6 +104,8 @@ class LoadWithoutMapLocation(Rule):
         # the functions, whose names are their own
         nodes = syntax.walk(frame.node) if frame is not None else syntax.walk_expressions(self.ctx.ancestors[0])
         for node in nodes:
+            if node is load:
+                break  # a save after the load wrote over what was read
             if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
                 if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
                     return True
@@ -159,10 +178,13 @@ def _temporary_folders(function: cst.FunctionDef) -> set[str]:
 
 
 def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`."""
+    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`; the buffer under
+    `io.BytesIO(buf.getvalue())` (a copy of what was written into `buf`)."""
     while isinstance(expr, cst.Call) and len(expr.args) <= 1:
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "as_posix" and not expr.args:
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("as_posix", "getvalue", "getbuffer") and not expr.args:
             expr = expr.func.value
+        elif syntax.last_name(expr.func) == "BytesIO" and expr.args and not expr.args[0].keyword:
+            expr = expr.args[0].value
         elif syntax.last_name(expr.func) in ("str", "fspath", "Path") and expr.args and not expr.args[0].keyword:
             expr = expr.args[0].value
         else:
@@ -170,15 +192,15 @@ def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def loaded_into_load_state_dict(path, copies: bool = False) -> bool:
-    """Whether the value made by path[-1] goes straight into `<x>.load_state_dict(...)`,
-    possibly through constant subscripts (`torch.load(p)["model"]`). With copies=True, only
-    where the module copies the tensors onto its own device (not `assign=True`)."""
+def loaded_into_load_state_dict(path, copies: bool = False) -> Optional[cst.Call]:
+    """The `<x>.load_state_dict(...)` call that the value made by path[-1] goes straight into,
+    possibly through constant subscripts (`torch.load(p)["model"]`), or None. With copies=True,
+    only where the module copies the tensors onto its own device (not `assign=True`)."""
     i = _climb_subscripts(path)
     if i < 2:
-        return False
+        return None
     arg, call = path[i - 1], path[i - 2]
-    return (
+    into = (
         isinstance(arg, cst.Arg)
         and arg.keyword is None
         and isinstance(call, cst.Call)
@@ -186,6 +208,7 @@ def loaded_into_load_state_dict(path, copies: bool = False) -> bool:
         and syntax.positional(call)[:1] == [arg]
         and not (copies and _assigns(call))
     )
+    return call if into else None
 
 
 def _assigns(call: cst.Call) -> bool:

@@ -9,7 +9,7 @@ from devlint import edits, names, syntax
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
-from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
+from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate, host_end
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}
@@ -61,34 +61,77 @@ class FactoryWithoutDevice(Rule):
             found.name for found in (fate(path, self.facts, function.is_tensor) for _, _, path in candidates)
             if found.kind == ASSIGNED
         )
-        verdicts = [(call, source, function.verdict(call, source, path)) for call, source, path in candidates]
+        verdicts = [(call, source, path, function.verdict(call, source, path)) for call, source, path in candidates]
 
         def decide(forward_time: bool) -> None:
             param = ...  # found on the first report: it walks the whole function
-            for call, source, (if_forward_time, otherwise) in verdicts:
-                if not (if_forward_time if forward_time else otherwise):
+            for call, source, path, verdict in verdicts:
+                use = verdict.forward_use if forward_time else verdict.meeting
+                if use is None:
+                    continue
+                related = self._evidence(frame, function, call, source, use, forward_time)
+                if related is None:  # no evidence to name: no finding
                     continue
                 if param is ...:
                     param = function.first_used_param()
-                self.report(call.func, _message(call, source, param), _fix(call, source, param))
+                ends = host_end(function, path) if param else None
+                message, fix = _message(call, source, param, ends), _fix(call, source, param, ends, path)
+                self.report(call.func, message, fix, related=related)
 
         self.ctx[ForwardTime].when_known(frame, decide)
 
 
-def _message(call: cst.Call, source: str, param) -> str:
+    def _evidence(self, frame, function: FunctionValues, call: cst.Call, source: str, use, forward_time: bool):
+        """The places that decide a finding: where the CPU tensor is made, the call path from
+        `forward` (forward-time code), where it meets a tensor or is first used. None when
+        the call path from `forward` is not known."""
+        related = [(call, f"`{source}()` makes a CPU tensor")]
+        if forward_time:
+            path = self.ctx[ForwardTime].call_path(frame)
+            if path is None:
+                return None
+            related += [(site, f"called from `{caller}`") for site, caller in path]
+        node, clause = function.evidence(use)
+        if node is not None:
+            related.append((node, clause))
+        return related
+
+
+def _message(call: cst.Call, source: str, param, ends) -> str:
     device = f"device={param}.device" if param else "device="
     if source in LEGACY_DTYPES:
         advice = f"use `torch.tensor(..., dtype={LEGACY_DTYPES[source]}, {device}{'' if param else '...'})`"
     elif syntax.keyword(call, "generator"):
         advice = f"pass `{device}` with a generator on that device, or move the result"
+    elif ends is not None:
+        advice = f"pass `{device}` and move it back with `.cpu()` where the host needs it"
     else:
         advice = f"pass `{device}`"
     return f"`{source}()` without `device=` makes a CPU tensor that meets tensors on other devices; {advice}"
 
 
-def _fix(call: cst.Call, source: str, param) -> NodeFix | None:
+def _fix(call: cst.Call, source: str, param, ends, path) -> NodeFix | None:
     # A CPU `generator=` fixes the device: `device=` would raise "Expected a 'cuda' device type for generator".
     if param is None or source not in PLACEABLE or syntax.keyword(call, "generator"):
         return None
+    if ends is not None:  # the value reaches a host end (`.numpy()`, `if`, a CPU table's index): it must stay
+        return None
+    if _rebound_around(path, param):  # `param` is another value where the call runs
+        return None
     replacement = edits.add_arg(call, edits.keyword_arg("device", edits.device_of(param)))
     return NodeFix(UNSAFE, f"Add `device={param}.device`", call, replacement)
+
+
+def _rebound_around(path, name: str) -> bool:
+    """Whether a lambda or a comprehension around the call binds `name` (the fix would name
+    that value, not the parameter)."""
+    for node in path:
+        if isinstance(node, cst.Lambda) and name in syntax.param_names(node.params):
+            return True
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            clause = node.for_in
+            while clause is not None:
+                if any(isinstance(n, cst.Name) and n.value == name for n in syntax.walk(clause.target)):
+                    return True
+                clause = clause.inner_for_in
+    return False

@@ -27,7 +27,7 @@ class Fate:
     kind: str
     met: list[cst.BaseExpression] = field(default_factory=list)  # other values it meets
     name: Optional[str] = None  # for ASSIGNED: the local name it is bound to
-    at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement
+    at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement; for USE: where it is used
 
 
 def fate(
@@ -73,7 +73,7 @@ class _Walk:
         return self.path[self.i - 2] if self.i >= 2 else None
 
     def use(self, *others: cst.BaseExpression) -> Fate:
-        return Fate(USE, self.met + list(others))
+        return Fate(USE, self.met + list(others), at=self.path[self.i - 1])
 
 
 def _used(walk: _Walk, parent) -> Fate:
@@ -102,6 +102,9 @@ def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
         return Fate(MOVE, walk.met)
     if method in names.NON_TENSOR_METHODS:
         return Fate(NON_TENSOR, walk.met)
+    if method in _WRITES:  # `buf.copy_(v)`: buf keeps its device and meets nothing
+        walk.i -= 2
+        return None
     tensors = [a.value for a in call.args if walk.is_tensor(a.value)]
     if method in names.MOVES or method in names.SHAPE_METHODS or not tensors:
         walk.i -= 2
@@ -123,6 +126,15 @@ def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
 def _index(walk: _Walk, parent) -> Fate:
     """Used as an index: not a use (the indexed tensor's device takes CPU indices)."""
     return Fate(INDEX, walk.met)
+
+
+def _boolean(walk: _Walk, parent: cst.BooleanOperation) -> Fate:
+    """`x or torch.ones(n)`: moved before use when the result is moved (or bound to a name that
+    is); any other fate of the result is not this value's (it may never be chosen)."""
+    outer = fate(walk.path[: walk.i], walk.facts, walk.is_tensor, walk.host_tables)
+    if outer.kind in (MOVE, ASSIGNED):
+        return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
+    return Fate(NEUTRAL, walk.met)
 
 
 def _unary(walk: _Walk, parent: cst.UnaryOperation) -> None:
@@ -177,11 +189,39 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         return None
-    if isinstance(func, cst.Attribute) and func.attr.value == "copy_" and call.args[0] is parent:
+    if isinstance(func, cst.Attribute) and func.attr.value in _WRITES and call.args[0] is parent:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
+    if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
+        return _passed_through(walk)
     if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
         return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
+
+
+_WRITES = frozenset({"copy_"})
+# Methods that return their `default` argument when the key is missing: `d.get(key, torch.ones(n))`.
+_DEFAULT_RETURNING = frozenset({"get", "pop"})
+
+
+def _is_default(func: cst.Attribute, call: cst.Call, arg: cst.Arg) -> bool:
+    """`d.get(key, DEFAULT)` / `d.pop(key, DEFAULT)`: arg is the default."""
+    if func.attr.value not in _DEFAULT_RETURNING:
+        return False
+    positional = syntax.positional(call)
+    return arg.keyword is None and len(positional) == 2 and positional[1] is arg or (
+        arg.keyword is not None and arg.keyword.value == "default"
+    )
+
+
+def _passed_through(walk: _Walk) -> Fate:
+    """The value may be the result of the expression it is in (`d.get(key, v)`, `x or v`): it is
+    moved before use when that result is moved or bound to a name that is; otherwise it is what
+    the expression's own fate makes it, short of a use (it may never be chosen)."""
+    j = walk.i - 2 if isinstance(walk.path[walk.i - 1], cst.Arg) else walk.i - 1
+    outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables)
+    if outer.kind in (MOVE, ASSIGNED, NON_TENSOR, INDEX):
+        return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
+    return Fate(USE, walk.met + outer.met, at=outer.at) if outer.kind == USE else Fate(NEUTRAL, walk.met)
 
 
 def _added_to_list(walk: _Walk, func: cst.Attribute, call: cst.Call) -> Optional[Fate]:
@@ -214,7 +254,31 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
         return Fate(ASSIGNED, walk.met, unpacked[0], parent)
     if all(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in walk.host_tables for t in targets):
         return Fate(NEUTRAL, walk.met)  # copied into a local table (`rel[..., 0] = t`)
+    if all(isinstance(t, cst.Subscript) and _into_tensor(walk, t.value) and _plain_write(walk, t) for t in targets):
+        return Fate(NEUTRAL, walk.met)  # `x[:, 0] = v` copies v across devices: it meets nothing
     return walk.use(*(t.value for t in targets if isinstance(t, cst.Subscript)))
+
+
+def _into_tensor(walk: _Walk, base: cst.BaseExpression) -> bool:
+    """A write's target is known to be a tensor (not a dict or a list that stores the value)."""
+    return walk.is_tensor(base) or (isinstance(base, cst.Name) and base.value in walk.host_tables)
+
+
+def _plain_write(walk: _Walk, target: cst.Subscript) -> bool:
+    """`buf[i] = v`, `buf[:, a:b] = v`: integer and slice subscripts, a copy that works across
+    devices (an index by a tensor is `index_put_`, which does not)."""
+    for element in target.slice:
+        parts = [element.slice.value] if isinstance(element.slice, cst.Index) else [
+            p for p in (element.slice.lower, element.slice.upper, element.slice.step) if p is not None
+        ]
+        for part in parts:
+            if isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                return False  # a key: not a tensor's
+            if walk.is_tensor(part) or (isinstance(part, cst.Name) and part.value in walk.host_tables):
+                return False
+            if isinstance(part, cst.Call) and walk.facts.is_tensor_source(part) is not None:
+                return False
+    return True
 
 
 def _unpacked_names(targets: Sequence[cst.BaseExpression]) -> list[str]:
@@ -244,9 +308,13 @@ def _augmented(walk: _Walk, parent: cst.AugAssign) -> Fate:
 
 
 def _assignment_target(walk: _Walk, parent: cst.AssignTarget) -> Fate:
-    """`t[i] = v` writes v into t."""
+    """`t[i] = v` writes v into t: with integer and slice subscripts t keeps its device and meets
+    nothing (a CPU buffer written with device values is still a CPU value)."""
     grand = walk.grand
     value = grand.value if isinstance(grand, cst.Assign) else None
+    target = walk.path[walk.i]
+    if isinstance(target, cst.Subscript) and _plain_write(walk, target):
+        return Fate(NEUTRAL, walk.met)
     return walk.use(value) if value is not None and walk.is_tensor(value) else Fate(NEUTRAL, walk.met)
 
 
@@ -261,7 +329,7 @@ _STEPS: dict[type, Callable[[_Walk, cst.CSTNode], Optional[Fate]]] = {
     cst.BinaryOperation: _operator,
     cst.Comparison: _operator,
     cst.ComparisonTarget: _operator,
-    cst.BooleanOperation: _neutral,
+    cst.BooleanOperation: _boolean,
     cst.Element: _element,
     cst.StarredElement: _element,
     cst.Arg: _argument,
@@ -328,6 +396,9 @@ class FunctionValues:
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
+        self._occurrences: Optional[list] = None
+        self._host_names: Optional[frozenset] = None
+        self._source_names: Optional[dict[str, str]] = None
 
     @property
     def params(self) -> list[str]:
@@ -346,6 +417,35 @@ class FunctionValues:
             self._scalar_names = values.scalar_names(self.node, self.facts)
         return self._scalar_names
 
+    def name_occurrences(self) -> list:
+        """(name, path) for every name in the function, in evaluation order."""
+        if self._occurrences is None:
+            self._occurrences = [
+                (node.value, path) for node, path in syntax.walk_with_paths(self.node, []) if isinstance(node, cst.Name)
+            ]
+        return self._occurrences
+
+    def host_names(self) -> frozenset:
+        """Local names bound only to host values (`arr = x.cpu().numpy()`, `torch.from_numpy(...)`)."""
+        if self._host_names is None:
+            bindings: dict[str, list] = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    for name in assigned_names(node):
+                        bindings.setdefault(name.value, []).append(node.value)
+            self._host_names = frozenset(
+                name for name, bound in bindings.items()
+                if all(values.is_host_value(v, self.facts)
+                       or isinstance(v, cst.Call) and self.facts.resolve(v.func) == names.FROM_NUMPY for v in bound)
+            )
+        return self._host_names
+
+    def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor (or array) on the host: a host value, or a local name bound only to one."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self.host_names()
+        return values.is_host_value(expr, self.facts)
+
     def first_used_param(self) -> Optional[str]:
         return first_used_param(self.node, self.params, self.facts)
 
@@ -356,22 +456,66 @@ class FunctionValues:
     def meets_derived(self, met) -> bool:
         return any(self.is_tensor(expr) for expr in met)
 
-    def verdict(self, call: cst.Call, source: str, path) -> tuple[bool, bool]:
-        """(flag if this runs at forward time, flag otherwise)."""
+    def verdict(self, call: cst.Call, source: str, path) -> "Verdict":
+        """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
         if source in (names.AS_TENSOR, "torch.tensor", "torch.Tensor"):
             data = syntax.positional(call)
             if data and is_derived(data[0].value, self.derived, self.facts):
-                return False, False  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
+                return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
             if len(data) == 1 and values.is_python_scalar(data[0].value, self.facts, self.scalar_names):
-                return False, False  # a 0-dim CPU scalar may mix with tensors on any device
+                return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables)
         if found.kind == USE:
-            return True, self.meets_derived(found.met)
+            return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:
-            return False, False
+            return Verdict()
         return self._follow(found.name, path)
 
-    def _follow(self, name: str, path) -> tuple[bool, bool]:
+    def evidence(self, use: Fate) -> tuple[cst.CSTNode, str]:
+        """(node, clause) for the use that decides a finding: where the value meets a tensor
+        derived from a parameter (and which), or where it is first used."""
+        derived = next((e for e in use.met if self.is_tensor(e)), None)
+        if derived is not None:
+            return derived, f"it meets `{_code(derived)}` ({self.origin(derived)})"
+        other = next(iter(use.met), None)
+        if other is not None:
+            return other, f"it meets `{_code(other)}`"
+        where = use.at
+        if isinstance(where, cst.Return):
+            return where, "it is returned"
+        if isinstance(where, (cst.Assign, cst.AnnAssign, cst.AssignTarget, cst.AugAssign)):
+            return where, "it is stored"
+        if isinstance(where, cst.Arg) or where is None:
+            return where, "it is passed on"
+        return where, "it is used"
+
+    def origin(self, expr: cst.BaseExpression) -> str:
+        """Which parameter a derived expression comes from, in words."""
+        for node in syntax.walk(expr):
+            if isinstance(node, cst.Name) and node.value in self.derived:
+                name, seen = node.value, set()
+                while name not in self.params and name in self._sources and name not in seen:
+                    seen.add(name)
+                    name = self._sources[name]
+                if name in self.params:
+                    if node.value == name:
+                        return "`forward` input" if self.is_forward else f"parameter `{name}`"
+                    return f"derived from parameter `{name}`"
+        return "derived from a tensor parameter"
+
+    @property
+    def _sources(self) -> dict[str, str]:
+        if self._source_names is None:
+            self._source_names = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    first = next((n.value for n in syntax.walk(node.value) if isinstance(n, cst.Name) and n.value in self.derived), None)
+                    for target in assigned_names(node):
+                        if first is not None and first != target.value:
+                            self._source_names.setdefault(target.value, first)
+        return self._source_names
+
+    def _follow(self, name: str, path) -> "Verdict":
         """Follow a local name from the statement that binds it to its later uses.
 
         Flow-light: code in a branch exclusive with the binding's (the other arm of its `if`)
@@ -380,7 +524,7 @@ class FunctionValues:
         tracked = set(_bound_names(binding)) or {name}
         arms = _branch_arms(path)
         started = False
-        used_before_move = meets = False
+        first_use = first_meet = None
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked names it binds to the value
         for node, node_path in syntax.walk_with_paths(self.node, []):
@@ -407,13 +551,28 @@ class FunctionValues:
                 if statement is not None:
                     move_assigns.add(statement)
             elif found.kind == USE:
-                used_before_move = True
-                meets = meets or self.meets_derived(found.met)
+                first_use = first_use or found
+                if first_meet is None and self.meets_derived(found.met):
+                    first_meet = found
             elif found.kind == ASSIGNED and found.name:
                 bound = set(_bound_names(found.at)) or {found.name}
                 tracked |= bound
                 rebinds[found.at] = bound
-        return used_before_move, meets
+        return Verdict(first_use, first_meet)
+
+
+@dataclass
+class Verdict:
+    """The use that makes a factory a finding at forward time (any use before a move), and
+    the one that makes it one elsewhere (a meeting with a tensor derived from a parameter)."""
+
+    forward_use: Optional[Fate] = None
+    meeting: Optional[Fate] = None
+
+
+def _code(node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(cst.Module([]).code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _bound_names(statement: cst.CSTNode) -> list[str]:
@@ -454,3 +613,90 @@ def _storing_statement(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
     if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor)):
         return parent if parent.target is target else None
     return parent if isinstance(parent, cst.Del) else None
+
+
+# --- host ends: where a value's uses need it on the host ------------------------------------
+# Methods that end on the host: on a device tensor `.numpy()` raises, and the others turn a
+# host computation into a device round trip.
+_HOST_END_METHODS = frozenset({"numpy", "tolist", "item"})
+
+
+def host_end(function: "FunctionValues", path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """Where the value made by path[-1] reaches a host end, with no `.cpu()` between: `.numpy()`,
+    `.tolist()`, `.item()`, the test of an `if`/`while`, what a `for` or `range(...)` iterates,
+    an index into a CPU tensor; followed through the local names it is bound to (their reads
+    after the binding). None when it reaches none."""
+    occurrences = function.name_occurrences()
+    pending, carriers = [path], set()
+    while pending:
+        found = _climb_to_host_end(function, pending.pop())
+        if isinstance(found, tuple):  # bound to local names: follow their later reads
+            statement, bound = found
+            new = [n for n in bound if n not in carriers]
+            carriers.update(new)
+            inside = [k for k, (_, p) in enumerate(occurrences) if statement in p]
+            start = max(inside) + 1 if inside else len(occurrences)
+            pending.extend(
+                p for name, p in occurrences[start:] if name in new and _storing_statement(p) is None
+            )
+        elif found is not None:
+            return found
+    return None
+
+
+def _climb_to_host_end(function: "FunctionValues", path: Sequence[cst.CSTNode]):
+    """Climb from path[-1] through what keeps the value where it is; returns the host end met,
+    (statement, names) when the value is bound to local names, or None."""
+    facts = function.facts
+    i = len(path) - 1
+    while i > 0:
+        cur, parent = path[i], path[i - 1]
+        grand = path[i - 2] if i >= 2 else None
+        if isinstance(parent, cst.Attribute) and parent.value is cur:
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                method = parent.attr.value
+                if method in _HOST_END_METHODS:
+                    return parent.attr
+                if method == "cpu" or method in names.MOVES and not values.is_dtype_only_move(grand, facts):
+                    return None
+                i -= 2
+                continue
+            if parent.attr.value in names.TENSOR_VIEW_ATTRIBUTES:
+                i -= 1
+                continue
+            return None
+        if isinstance(parent, cst.Subscript) and parent.value is cur:
+            i -= 1
+            continue
+        if isinstance(parent, (cst.Index, cst.Slice)):
+            subscript = next((n for n in reversed(path[: i - 1]) if isinstance(n, cst.Subscript)), None)
+            return subscript if subscript is not None and function.is_host_tensor(subscript.value) else None
+        if isinstance(parent, (cst.If, cst.While)) and parent.test is cur:
+            return cur
+        if isinstance(parent, cst.IfExp):
+            if parent.test is cur:
+                return cur
+            i -= 1
+            continue
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is cur:
+            return cur
+        if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation,
+                               cst.BooleanOperation)):
+            i -= 1
+            continue
+        if isinstance(parent, (cst.Element, cst.StarredElement)) and isinstance(grand, (cst.List, cst.Tuple)):
+            i -= 2
+            continue
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            if isinstance(grand.func, cst.Name) and grand.func.value == "range" and facts.resolve(grand.func) is None:
+                return cur
+            if (facts.resolve(grand.func) or "").startswith("torch."):
+                i -= 2
+                continue
+            return None
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur:
+            bound = _bound_names(parent)
+            return (parent, bound) if bound else None
+        return None
+    return None
+

@@ -11,6 +11,11 @@ from devlint.base import UNSAFE, NodeFix, Rule
 
 # Calls whose `device` means a device *type* or a backend, where "cuda" is the right word.
 DEVICE_TYPE_CALLS = frozenset({"autocast", "GradScaler", "init_process_group", "init_device_mesh"})
+# Calls that turn their arguments into text: a device given to them places nothing.
+TEXT_CALLS = frozenset({
+    "format", "format_map", "substitute", "safe_substitute", "str", "repr", "print",
+    "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+})
 
 
 class HardcodedCudaString(Rule):
@@ -48,8 +53,10 @@ class HardcodedCudaString(Rule):
             return  # f"{'cuda' if is_cuda else 'cpu'}_time": text, not a device
         value, parent = path[i], path[i - 1] if i > 0 else None
         grand = path[i - 2] if i > 1 else None
-        if not (placement_branch or self._used_as_device(value, parent, grand)):
+        if not (placement_branch or self._used_as_device(path, i)):
             return
+        if _places_nothing(path, _device_value(self.facts, path, i)):
+            return  # `device == torch.device("cuda")`, `MSG.format(device="cuda:0")`
         if self._in_default_device():
             return  # `torch.set_default_device("cuda")`: DEV011 reports it
         cuda_guards = self.ctx[CudaGuards]
@@ -97,9 +104,11 @@ class HardcodedCudaString(Rule):
             for n in self.ctx.ancestors
         )
 
-    def _used_as_device(self, value, parent, grand) -> bool:
+    def _used_as_device(self, path, i: int) -> bool:
+        value, parent = path[i], path[i - 1] if i > 0 else None
+        grand = path[i - 2] if i > 1 else None
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            return self._device_argument(parent, grand)
+            return self._device_argument(parent, grand, path[:i - 1])
         if isinstance(parent, cst.Param) and parent.default is value:
             name = parent.name.value.lower()
             return _is_device_name(name) or name == "map_location"
@@ -109,9 +118,10 @@ class HardcodedCudaString(Rule):
             return _names_device(parent.target)
         return False
 
-    def _device_argument(self, arg: cst.Arg, call: cst.Call) -> bool:
+    def _device_argument(self, arg: cst.Arg, call: cst.Call, call_path) -> bool:
+        """call_path: the path down to `call`."""
         callee = syntax.last_name(call.func)
-        if callee in DEVICE_TYPE_CALLS:
+        if callee in DEVICE_TYPE_CALLS or callee in TEXT_CALLS:
             return False
         if arg.keyword is not None:
             kw = arg.keyword.value
@@ -124,8 +134,37 @@ class HardcodedCudaString(Rule):
         if not first:
             return False
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
-            return True
+            # `utils.to("cuda")` calls a function of an imported module
+            return self.facts.receiver_may_be_torch_object(call.func.value, call_path)
         return self.facts.resolve(call.func) == "torch.device"
+
+
+def _device_value(facts, path, i: int) -> int:
+    """The index in path of the device that the literal path[i] makes: the literal, or the
+    `torch.device(...)` call it is the first argument of."""
+    if i > 1 and isinstance(path[i - 1], cst.Arg) and isinstance(path[i - 2], cst.Call):
+        call = path[i - 2]
+        if syntax.positional(call)[:1] == [path[i - 1]] and facts.resolve(call.func) == "torch.device":
+            return i - 2
+    return i
+
+
+def _places_nothing(path, j: int) -> bool:
+    """Whether the device path[j] is only compared (`dev == torch.device("cuda")`, `dev is ...`,
+    `in`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
+    logging call, `MSG.format(device=...)`): nothing is placed there."""
+    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) and isinstance(path[j - 2], (cst.Tuple, cst.List)):
+        j -= 2  # an element of a tuple or list: where the tuple goes decides
+    node, parent = path[j], path[j - 1] if j > 0 else None
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
+        return True
+    if isinstance(parent, cst.DictElement):
+        return parent.key is node
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo):
+        return parent.right is node and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString))
+    if isinstance(parent, cst.Arg) and j > 1 and isinstance(path[j - 2], cst.Call):
+        return syntax.last_name(path[j - 2].func) in TEXT_CALLS
+    return False
 
 
 def _names_device(target: cst.BaseExpression) -> bool:

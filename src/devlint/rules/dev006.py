@@ -55,6 +55,8 @@ class MapLocationOnWrongCall(Rule):
         func = node.func
         facts = self.facts
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+            if not facts.receiver_may_be_torch_object(func.value, self.ctx.ancestors):
+                return None  # `dist_util.load_state_dict(...)`: a function of an imported module
             overrides = [
                 method for info in facts.classes.values() for method in info.methods.get("load_state_dict", [])
             ] + facts.module_functions("load_state_dict")

@@ -8,7 +8,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
-from devlint.analysis.placements import FACTORY, HOST, LOADER, DATASET, TOKENIZER, CpuValue, ScopePlacements, ScopeScan
+from devlint.analysis.placements import (
+    DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopePlacements, ScopeScan, cpu_evidence, placement_evidence,
+)
 from devlint.analysis.values import Placement
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 
@@ -146,6 +148,11 @@ class InputDeviceMismatch(Rule):
         for site, meet in scope.meets.items():
             if _kept_on_host(meet.use, scope):
                 continue
+            placed = placement_evidence(meet.placement)
+            made = cpu_evidence(meet.cpu) if meet.cpu.kind != FACTORY else None
+            if placed is None or (made is None and meet.cpu.kind != FACTORY):
+                continue  # no evidence to name: no finding
+            related = [e for e in (made, placed) if e is not None]
             target = "a module" if meet.module else "a tensor"
             if meet.cpu.kind == FACTORY:
                 factory = meet.cpu.factory
@@ -160,7 +167,7 @@ class InputDeviceMismatch(Rule):
                               else "move it first (`.to(device)`)")
                     message = (f"`{source}()` makes a CPU tensor that meets {target} this code moved to an "
                                f"accelerator; {advice}")
-                self.report(factory.func, message, fix)
+                self.report(factory.func, message, fix, related=related)
                 continue
             text = _code(meet.use)
             subject = f"`{text}`" if len(text) <= 40 and "\n" not in text else "This value"
@@ -169,6 +176,7 @@ class InputDeviceMismatch(Rule):
                 f"{subject} {_ORIGINS[meet.cpu.kind]}, on the CPU, and meets {target} this code moved to an "
                 "accelerator; move it first (`.to(device)`)",
                 self._move_fix(scan, meet),
+                related=related,
             )
 
     def _factory_fix(self, scan, scope, factory, source, meet: _Meet) -> Optional[NodeFix]:

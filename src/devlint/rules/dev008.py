@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.placements import ScopePlacements, ScopeScan
+from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
 from devlint.base import SAFE, FrameState, NodeFix, Rule
 
 
@@ -20,17 +20,19 @@ class NumpyOnDeviceTensor(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._numpy_calls: FrameState[list[cst.Call]] = FrameState(list)  # by scan
+        self._numpy_calls: FrameState[list[tuple[cst.Call, tuple]]] = FrameState(list)  # by scan: (call, evidence)
         ctx[ScopePlacements].on_call(self._call)
         ctx[ScopePlacements].on_scope_end(self._check_scope)
 
     def _call(self, scan: ScopeScan, call: cst.Call) -> None:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and scan.placement_of(func.value) is not None:
-            self._numpy_calls[scan].append(call)
+        if isinstance(func, cst.Attribute) and func.attr.value == "numpy":
+            evidence = placement_evidence(scan.placement_of(func.value))
+            if evidence is not None:  # placed, and where is known: a finding names it
+                self._numpy_calls[scan].append((call, evidence))
 
     def _check_scope(self, scan: ScopeScan) -> None:
-        for call in self._numpy_calls.pop(scan) or []:
+        for call, placed in self._numpy_calls.pop(scan) or []:
             func = call.func
             with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
             fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,
@@ -40,4 +42,5 @@ class NumpyOnDeviceTensor(Rule):
                 "`.numpy()` on a tensor this code put on an accelerator fails (`can't convert cuda:0 device type "
                 "tensor to numpy`); call `.cpu()` first",
                 fix,
+                related=[placed],
             )

@@ -9,6 +9,7 @@ import libcst as cst
 
 from devlint import edits, names, syntax
 from devlint.analysis.forward_time import ForwardTime
+from devlint.analysis.host_ends import host_end
 from devlint.analysis.parameters import first_used_param, tensor_parameters
 from devlint.base import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix, Rule
 
@@ -18,11 +19,14 @@ NOT_FACTORIES = ("torch.device", "torch.Generator", "torch.autocast", "torch.cud
 NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 # Methods that keep a device attribute in step with the module (an override updates it there).
 PLACING_OVERRIDES = frozenset({"to", "_apply", "cuda", "cpu"})
+# Wrappers that gather outputs on a chosen `output_device` on purpose: their subclasses are left alone.
+PARALLEL_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 
 
 @dataclass
 class _Attribute:
     init_values: list[cst.BaseExpression] = field(default_factory=list)
+    init_targets: list[cst.CSTNode] = field(default_factory=list)  # the `self.NAME` targets in `__init__`
     init: Optional[cst.FunctionDef] = None
     elsewhere: bool = False  # assigned in another method too (or an override of to/_apply/cuda)
 
@@ -31,6 +35,7 @@ class _Attribute:
 class _Class:
     attributes: dict[str, _Attribute] = field(default_factory=dict)
     properties: set[str] = field(default_factory=set)
+    parallel: bool = False  # a subclass of DataParallel / DistributedDataParallel
 
 
 class StaleDeviceAttribute(Rule):
@@ -46,7 +51,7 @@ class StaleDeviceAttribute(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._uses: FrameState[list[tuple[str, cst.Attribute]]] = FrameState(list)  # by function frame
+        self._uses: FrameState[list[tuple[str, cst.Attribute, cst.Call]]] = FrameState(list)  # by function frame
         self._classes: dict[ClassFrame, _Class] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -56,7 +61,7 @@ class StaleDeviceAttribute(Rule):
         for arg in self._device_args(frame, node):
             name = frame.self_attribute(arg.value)
             if name is not None:
-                self._uses[frame].append((name, arg.value))
+                self._uses[frame].append((name, arg.value, node))
 
     def _device_args(self, frame: FunctionFrame, call: cst.Call) -> list[cst.Arg]:
         """The arguments that give `call` its device, when it makes or moves a tensor."""
@@ -96,29 +101,44 @@ class StaleDeviceAttribute(Rule):
     def leave_Module(self, node: cst.Module) -> None:
         self._classes.clear()  # read by ForwardTime's callbacks, which come after this rule's leave_ClassDef
 
-    def _check(self, frame: FunctionFrame, uses: list[tuple[str, cst.Attribute]]) -> None:
+    def _check(self, frame: FunctionFrame, uses: list[tuple[str, cst.Attribute, cst.Call]]) -> None:
         klass = self._class(frame.klass)
+        if klass.parallel:
+            return  # DataParallel and DDP place outputs on a chosen `output_device` on purpose
         param = ...  # found on the first report
-        for name, attribute_node in uses:
+        for name, attribute_node, call in uses:
             attribute = klass.attributes.get(name)
             if name in klass.properties or attribute is None or attribute.elsewhere or attribute.init is None:
                 continue
             if not self._holds_device(name, attribute):
                 continue
+            if not attribute.init_targets:
+                continue  # no evidence to name: no finding
             if param is ...:
                 func = frame.node
                 forward = frame.method == "forward" and func.name.value == "forward"
                 params = tensor_parameters(func, self.facts, every_parameter=forward)
                 param = first_used_param(func, params, self.facts)
-            fix = None
-            if param is not None:
-                fix = NodeFix(UNSAFE, f"Use `{param}.device`", attribute_node, edits.device_of(param))
-            hint = f"`{param}.device`" if param else "the device of an input (`x.device`)"
+            related = [(attribute.init_targets[0], f"`self.{name}` is set in `__init__`")]
+            fix, hint, ending = None, "the device of an input (`x.device`)", None
+            if param is not None and _moves_itself(call, param):
+                # `x.to(x.device)` would move nothing: the device has to come from the module's weights
+                hint = f"the device of the module's own weights (`next(self.parameters()).device`), not `{param}.device`"
+            elif param is not None:
+                hint = f"`{param}.device`"
+                ending = host_end(frame.node, call, self.facts)
+                if ending is None:
+                    fix = NodeFix(UNSAFE, f"Use `{param}.device`", attribute_node, edits.device_of(param))
+                else:
+                    related.append((ending, "on a GPU the value would reach this host-only use"))
             self.report(
                 attribute_node,
                 f"`self.{name}` is the device the module had in `__init__`: after `model.to(other)` it still names "
-                f"the old one, and tensors placed with it meet weights elsewhere; use {hint}",
+                f"the old one, and tensors placed with it meet weights elsewhere; use {hint}"
+                + ("; this value also ends on the host, which a device would break: keep that part on the CPU "
+                   "(no fix)" if ending is not None else ""),
                 fix,
+                related=related,
             )
 
     # --- the class's attributes --------------------------------------------------------------
@@ -162,7 +182,7 @@ class StaleDeviceAttribute(Rule):
 
 
 def _scan_class(facts, node: cst.ClassDef) -> _Class:
-    found = _Class()
+    found = _Class(parallel=_is_parallel_wrapper(facts, node, set()))
     info = facts.class_info(node)
     methods = info.methods if info is not None else {}
     for method, definitions in methods.items():
@@ -175,10 +195,11 @@ def _scan_class(facts, node: cst.ClassDef) -> _Class:
             if not params or "staticmethod" in decorators or "classmethod" in decorators:
                 continue
             self_name = params[0].name.value
-            for target, value in _self_assignments(definition, self_name):
+            for target, value, where in _self_assignments(definition, self_name):
                 attribute = found.attributes.setdefault(target, _Attribute())
                 if method == "__init__" and value is not None:
                     attribute.init_values.append(value)
+                    attribute.init_targets.append(where)
                     attribute.init = definition
                 else:
                     attribute.elsewhere = True
@@ -186,8 +207,8 @@ def _scan_class(facts, node: cst.ClassDef) -> _Class:
 
 
 def _self_assignments(definition: cst.FunctionDef, self_name: str):
-    """(NAME, value or None) for each `self.NAME = value`, `self.NAME += ...`, tuple target or
-    `setattr(self, "NAME", ...)` in the method (nested functions included)."""
+    """(NAME, value or None, the target or call) for each `self.NAME = value`, `self.NAME += ...`,
+    tuple target or `setattr(self, "NAME", ...)` in the method (nested functions included)."""
     for node in syntax.walk(definition.body):
         if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -196,13 +217,13 @@ def _self_assignments(definition: cst.FunctionDef, self_name: str):
                 for element in _flatten(target):
                     name = _self_name(element, self_name)
                     if name is not None:
-                        yield name, node.value if plain and element is target else None
+                        yield name, node.value if plain and element is target else None, element
         elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) == "setattr":
             args = syntax.positional(node)
             if len(args) >= 2 and syntax.dotted_name(args[0].value) == self_name:
                 attribute = syntax.string_value(args[1].value)
                 if attribute is not None:
-                    yield attribute, None
+                    yield attribute, None, node
 
 
 def _flatten(target: cst.BaseExpression):
@@ -217,3 +238,35 @@ def _self_name(expr: cst.BaseExpression, self_name: str) -> Optional[str]:
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
         return expr.attr.value
     return None
+
+
+def _moves_itself(call: cst.Call, param: str) -> bool:
+    """`x.to(self.device)` (or `x.float().to(...)`, `x[0].to(...)`) with x the parameter whose
+    device the fix would use: `x.to(x.device)` moves nothing."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "to":
+        return False
+    receiver = func.value
+    while True:
+        if isinstance(receiver, cst.Call):
+            receiver = receiver.func
+        elif isinstance(receiver, (cst.Attribute, cst.Subscript)):
+            receiver = receiver.value
+        else:
+            break
+    return isinstance(receiver, cst.Name) and receiver.value == param
+
+
+def _is_parallel_wrapper(facts, node: cst.ClassDef, seen: set) -> bool:
+    """A subclass of `DataParallel` / `DistributedDataParallel`, directly or through a same-file base."""
+    seen.add(id(node))
+    info = facts.class_info(node)
+    for base in info.base_names if info is not None else ():
+        if base is None:
+            continue
+        if base.rsplit(".", 1)[-1] in PARALLEL_WRAPPERS:
+            return True
+        for other in facts.classes.values():
+            if other.name == base and id(other.node) not in seen and _is_parallel_wrapper(facts, other.node, seen):
+                return True
+    return False

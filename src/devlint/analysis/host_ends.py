@@ -1,0 +1,145 @@
+"""Where a value's uses need it on the host: the question a `device=X.device` fix asks first.
+
+`host_end(function, node, facts)` follows the value that `node` makes (a factory call, a moved
+tensor) through what keeps it where it is (tensor methods, indexing, operators, torch
+functions, the local names it is bound to, read after the binding) to a host end, with no
+`.cpu()` or move between:
+
+- `.numpy()`, `.tolist()`, `.item()`: on a device tensor `.numpy()` raises, and the others turn
+  a host computation into a device round trip;
+- Python control flow over it: the test of an `if`/`while` or a conditional expression, what a
+  `for` iterates, an argument of `range(...)`;
+- an index into a CPU tensor (a local name bound to a factory without `device=`, to
+  `torch.from_numpy(...)` or to a `.cpu()` result): a device index into a CPU tensor raises.
+
+A fix that puts such a value on the device would break that end on a GPU: it is withheld there.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from devlint import names, syntax
+from devlint.analysis import values
+
+__all__ = ["host_end"]
+
+HOST_END_METHODS = frozenset({"numpy", "tolist", "item"})
+# Nodes that only wrap their child where it stands (an argument, an element, an index).
+_WRAPPERS = (cst.Arg, cst.Element, cst.StarredElement, cst.ComparisonTarget)
+
+
+def host_end(function: cst.FunctionDef, node: cst.CSTNode, facts) -> Optional[cst.CSTNode]:
+    """The host end the value made by `node` reaches in `function` (see the module's doc), or None."""
+    paths = list(syntax.walk_with_paths(function, ()))
+    start = next((path for found, path in paths if found is node), None)
+    if start is None:
+        return None
+    cpu_tensors = _cpu_tensor_names(function, facts)
+    pending, followed = [start], set()
+    while pending:
+        found = _climb(pending.pop(), facts, cpu_tensors)
+        if isinstance(found, tuple):  # bound to local names: follow their reads after the binding
+            statement, bound = found
+            new = bound - followed
+            followed |= new
+            after = False
+            for candidate, path in paths:
+                if candidate is statement:
+                    after = True
+                elif after and isinstance(candidate, cst.Name) and candidate.value in new and not _is_store(path):
+                    if statement not in path:
+                        pending.append(path)
+        elif found is not None:
+            return found
+    return None
+
+
+def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):
+    """Climb from path[-1] through what keeps the value where it is: the host end met, or
+    (statement, names) when the value is bound to local names, or None."""
+    i = len(path) - 1
+    while i > 0:
+        cur, parent = path[i], path[i - 1]
+        if isinstance(parent, (cst.Index, cst.Slice, cst.SubscriptElement)):  # an index: into what?
+            subscript = next((n for n in reversed(path[:i]) if isinstance(n, cst.Subscript)), None)
+            base = subscript.value if subscript is not None else None
+            return subscript if isinstance(base, cst.Name) and base.value in cpu_tensors else None
+        if isinstance(parent, _WRAPPERS):
+            i -= 1
+            continue
+        grand = path[i - 2] if i >= 2 else None
+        if isinstance(parent, cst.Attribute) and parent.value is cur:
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                method = parent.attr.value
+                if method in HOST_END_METHODS:
+                    return parent.attr
+                if method in ("cpu", "to", "cuda") and not (method == "to" and values.is_dtype_only_move(grand, facts)):
+                    return None  # moved: no longer where it was made
+                i -= 2
+                continue
+            if parent.attr.value in names.TENSOR_VIEW_ATTRIBUTES:
+                i -= 1
+                continue
+            return None
+        if isinstance(parent, cst.Subscript) and parent.value is cur:
+            i -= 1
+            continue
+        if isinstance(parent, (cst.If, cst.While)) and parent.test is cur:
+            return cur
+        if isinstance(parent, cst.IfExp):
+            if parent.test is cur:
+                return cur
+            i -= 1
+            continue
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is cur:
+            return cur
+        if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.BooleanOperation,
+                               cst.List, cst.Tuple)):
+            i -= 1
+            continue
+        if isinstance(parent, cst.Call) and parent.func is not cur:  # an argument
+            if isinstance(parent.func, cst.Name) and parent.func.value == "range" and facts.resolve(parent.func) is None:
+                return cur
+            if (facts.resolve(parent.func) or "").startswith("torch."):
+                i -= 1
+                continue
+            return None
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            bound = {t.value for t in targets if isinstance(t, cst.Name)}
+            return (parent, bound) if bound else None
+        return None
+    return None
+
+
+def _is_store(path: Sequence[cst.CSTNode]) -> bool:
+    """The name at path[-1] is an assignment target (or part of one)."""
+    for j in range(len(path) - 1, 0, -1):
+        parent = path[j - 1]
+        if isinstance(parent, cst.AssignTarget):
+            return True
+        if isinstance(parent, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)) and parent.target is path[j]:
+            return True
+        if not isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            return False
+    return False
+
+
+def _cpu_tensor_names(function: cst.FunctionDef, facts) -> set[str]:
+    """Local names bound (only) to a CPU tensor: a factory without `device=`, `torch.from_numpy`,
+    a `.cpu()` result."""
+    bound: dict[str, bool] = {}
+    for node in syntax.walk_expressions(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name, value = node.targets[0].target.value, node.value
+            cpu = (
+                isinstance(value, cst.Call)
+                and (
+                    (facts.is_tensor_source(value) is not None and syntax.keyword(value, "device") is None)
+                    or values.is_host_call(value, facts) and syntax.method_name(value) == "cpu"
+                )
+            )
+            bound[name] = bound.get(name, True) and cpu
+    return {name for name, cpu in bound.items() if cpu}
