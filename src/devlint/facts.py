@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import sys
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -36,8 +36,6 @@ class FileFacts:
         self.file_guarded = False
         self.module_device_bound = False  # a module-level `device = ...`
         self._bound_torch = False
-        self._body = module.body
-        self._aliases_before: dict[int, dict[str, str]] = {}  # id of a top-level statement -> aliases
         self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its properties
         self._scan(module.body, top_level=True, in_class=None)
         if not self._bound_torch:
@@ -58,36 +56,19 @@ class FileFacts:
             return None
         return f"{target}.{rest}" if rest else target
 
-    def spelling(self, qualified: str, before: Optional[cst.CSTNode] = None) -> Optional[str]:
+    def spelling(self, qualified: str, bound: Optional[Callable[[str], bool]] = None) -> Optional[str]:
         """How this file's imports let it write a qualified name (`nn.ModuleList` after
         `from torch import nn`), through the most specific import; None when none binds it.
-        With `before` (a top-level statement), only the imports at the module level above it
-        count, outside `if __name__ == "__main__":`: what code in that statement can name when
-        it runs (a fix writes nothing else)."""
+        With `bound`, only the local names it accepts count (those bound where a fix writes them:
+        `analysis.bindings.name_bound_at`)."""
         best = None
-        aliases = self.aliases if before is None else self.module_aliases_before(before)
-        for local, target in aliases.items():
+        for local, target in self.aliases.items():
+            if bound is not None and not bound(local):
+                continue
             if (qualified == target or qualified.startswith(target + ".")) and (local != "torch" or self._bound_torch):
                 if best is None or len(target) > len(best[1]):
                     best = (local, target)
         return None if best is None else best[0] + qualified[len(best[1]):]
-
-    def module_aliases_before(self, statement: cst.CSTNode) -> dict[str, str]:
-        """The names bound by imports at the module level above the top-level `statement` (in
-        `try`/`if`/`with` blocks too, but not under `if __name__ == "__main__":`)."""
-        known = self._aliases_before.get(id(statement))
-        if known is not None:
-            return known
-        scoped = FileFacts.__new__(FileFacts)
-        scoped.aliases, scoped._bound_torch = {}, False
-        for stmt in self._body:
-            if stmt is statement:
-                break
-            _add_module_imports(scoped, stmt)
-        if not self._bound_torch:
-            scoped.aliases.setdefault("torch", "torch")
-        self._aliases_before[id(statement)] = scoped.aliases
-        return scoped.aliases
 
     def is_tensor_source(self, call: cst.Call) -> Optional[str]:
         qualified = self.resolve(call.func)
@@ -291,30 +272,6 @@ def _is_property(definition: cst.FunctionDef) -> bool:
                                       or decorator.endswith((".setter", ".getter", ".deleter"))):
             return True
     return False
-
-
-def _add_module_imports(facts: "FileFacts", stmt: cst.CSTNode) -> None:
-    """Bind in `facts` what the module-level statement `stmt` imports (not in functions and
-    classes, nor under `if __name__ == "__main__":`)."""
-    if isinstance(stmt, cst.SimpleStatementLine):
-        for small in stmt.body:
-            if isinstance(small, (cst.Import, cst.ImportFrom)):
-                facts.add_import(small)
-        return
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or (isinstance(stmt, cst.If) and _is_main_test(stmt.test)):
-        return
-    for suite in _suites(stmt):
-        for inner in suite:
-            _add_module_imports(facts, inner)
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    """`__name__ == "__main__"` (either way round)."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return False
-    operands = {syntax.dotted_name(test.left) or syntax.string_value(test.left),
-                syntax.dotted_name(test.comparisons[0].comparator) or syntax.string_value(test.comparisons[0].comparator)}
-    return operands == {"__name__", "__main__"}
 
 
 def _base_name(node: cst.BaseExpression) -> Optional[str]:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from devlint import edits, names, syntax
 from devlint.analysis import values
+from devlint.analysis.bindings import name_bound_at
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 
@@ -38,6 +39,7 @@ class _Candidate:
     single_tensor: bool  # not a list, tuple or dict of tensors (register_buffer takes one tensor)
     integral: bool  # known to hold integers or bools: a dtype cast of the module leaves it as it is
     made: tuple[cst.CSTNode, str]  # where the tensor is made, and the clause saying so
+    ancestors: tuple[cst.CSTNode, ...]  # from the module down to the assignment: what a fix there may name
 
 
 @dataclass
@@ -151,7 +153,8 @@ class UnregisteredTensorAttribute(Rule):
                     local = value.value if isinstance(value, cst.Name) and value.value in state.made else None
                     made = (state.made[local], f"`{local}` is made") if local else (value, self._made_clause(value))
                     self._classes[frame.klass].candidates.append(
-                        _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made)
+                        _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made,
+                                   tuple(self.ctx.ancestors))
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
                     self._classes[frame.klass].plain.add(attribute)
@@ -182,7 +185,7 @@ class UnregisteredTensorAttribute(Rule):
             if lightning and name == "example_input_array":  # Lightning moves it to the module's device
                 continue
             taken = existing is not None and name in existing
-            fix = None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class())
+            fix = None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
             found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
         reads = state.reads
 
@@ -260,12 +263,12 @@ class UnregisteredTensorAttribute(Rule):
                 return True
         return False
 
-    def _buffer_class(self) -> Optional[cst.BaseExpression]:
+    def _buffer_class(self, candidate: _Candidate) -> Optional[cst.BaseExpression]:
         """`nn.Buffer` as this file can name it, where the target torch has it (2.5); else None."""
         if not self.ctx.torch_at_least(2, 5):
             return None
-        # Only an import above the class is bound when the method runs (not one in a function or under `__main__`).
-        spelled = self.facts.spelling("torch.nn.Buffer", before=self.ctx.ancestors[1])
+        # Only a name bound where the assignment runs (not an import below the class, nor under `__main__`).
+        spelled = self.facts.spelling("torch.nn.Buffer", bound=lambda name: name_bound_at(name, candidate.ancestors))
         return cst.parse_expression(spelled) if spelled is not None else None
 
     def _existing_attributes(self, node: cst.ClassDef, plain: set[str]) -> Optional[set[str]]:

@@ -9,6 +9,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from devlint import names, syntax
+from devlint.analysis.bindings import name_bound_at
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
 
@@ -66,6 +67,7 @@ class _Candidate:
     method: _Method
     after_init: bool
     made: cst.BaseExpression  # where the container is made (the value, or the local's value)
+    ancestors: tuple[cst.CSTNode, ...]  # from the module down to the assignment: what a fix there may name
 
 
 @dataclass
@@ -260,7 +262,7 @@ class ModuleInPlainContainer(Rule):
                     made = method.made.get(value.value, value) if isinstance(value, cst.Name) else value
                     klass.candidates.append(_Candidate(
                         target, statement, value, contents, method,
-                        frame.method != "__init__" or method.after_init, made))
+                        frame.method != "__init__" or method.after_init, made, tuple(self.ctx.ancestors)))
                 elif built is None:
                     klass.other_values.add(attribute)
             elif isinstance(target, cst.Name):
@@ -470,8 +472,8 @@ class ModuleInPlainContainer(Rule):
             and name not in klass.other_values
             and not (klass.methods_called.get(name, set()) & lacking)
         )
-        # Only an import above the class is bound when the method runs (not one under `__main__`).
-        spelled = self.facts.spelling(wrapper, before=self.ctx.ancestors[1]) if knowable else None
+        # Only a name bound where the assignment runs (not an import below the class, nor under `__main__`).
+        spelled = self.facts.spelling(wrapper, bound=lambda n: name_bound_at(n, candidate.ancestors)) if knowable else None
         if spelled is None:
             return wrapper, None
         return wrapper, NodeFix(UNSAFE, f"Wrap `self.{name}` in `{spelled}`", candidate.value,
