@@ -34,7 +34,9 @@ def test_flake8_reports_exactly_what_the_cli_reports(path, tmp_path):
     r = flake8("--isolated", "--select=DEV", "--disable-noqa", str(path), cwd=tmp_path)
     assert r.returncode in (0, 1), r.stderr
     records = json.loads(devlint("--isolated", "--output-format", "json", str(path), cwd=tmp_path).stdout)
-    cli = sorted((x["location"]["row"], x["location"]["column"], x["code"], x["message"]) for x in records)
+    # flake8 prints one line per finding, as the text format does: the message, then its evidence
+    cli = sorted((x["location"]["row"], x["location"]["column"], x["code"], x["message"] + (
+        f" ({'; '.join(r['message'] for r in x['related'])})" if x["related"] else "")) for x in records)
     assert cli  # every fixture has findings
     assert flake8_findings(r.stdout) == cli
 

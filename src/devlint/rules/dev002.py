@@ -90,11 +90,12 @@ class LoadWithoutMapLocation(Rule):
         return path is not None and frame is not None and _mentions(path, _temporary_folders(frame.node))
 
     def _saved_here(self, load: cst.Call) -> bool:
-        """Whether the same function (or the module's top level) saved, earlier in its text, to
-        the path or in-memory buffer it loads (`torch.save(obj, p)`, `fabric.save(p, ...)`,
-        `with incremental_save(p)`; `torch.save(obj, buf)` then `torch.load(buf)` or
-        `torch.load(io.BytesIO(buf.getvalue()))`): this process wrote it, so its tensors come
-        back where they were."""
+        """Whether the same function (or the module's top level) saves to the path or in-memory
+        buffer it loads (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`;
+        `torch.save(obj, buf)` then `torch.load(buf)` or `torch.load(io.BytesIO(buf.getvalue()))`)
+        before the load can run: earlier in its text, or later where the save cannot follow the
+        load in one run (a cache's other branch, a loop's earlier pass). This process wrote it,
+        so its tensors come back where they were."""
         path = _path_argument(load)
         if path is None:
             return False
@@ -102,14 +103,48 @@ class LoadWithoutMapLocation(Rule):
         frame = self.ctx.function
         # in a function, its nested functions too (a handler that saves); at the top level, not
         # the functions, whose names are their own
-        nodes = syntax.walk(frame.node) if frame is not None else syntax.walk_expressions(self.ctx.ancestors[0])
-        for node in nodes:
+        root = frame.node if frame is not None else self.ctx.ancestors[0]
+        parents: dict[int, cst.CSTNode] = {}
+        stack, after_load = [root], False
+        while stack:
+            node = stack.pop()
             if node is load:
-                break  # a save after the load wrote over what was read
+                after_load = True
             if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
                 if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
-                    return True
+                    if not after_load or _cannot_follow(load, node, parents):
+                        return True
+            if frame is None and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+                continue
+            children = syntax.children(node)
+            for child in children:
+                parents[id(child)] = node
+            stack.extend(reversed(children))
         return False
+
+
+def _cannot_follow(load: cst.CSTNode, save: cst.CSTNode, parents: dict) -> bool:
+    """Whether a save later in the text than the load cannot run after it in the same pass: the
+    two stand in different arms of an `if` or `try`, or the load's statement leaves the
+    function (`return`, `raise`) before the save. A save that follows the load in one pass (a
+    resumed run writing its checkpoint back) writes over a file that may come from elsewhere."""
+    def chain(node):
+        out = [node]
+        while id(out[-1]) in parents:
+            out.append(parents[id(out[-1])])
+        return out[::-1]  # from the root down
+
+    load_chain, save_chain = chain(load), chain(save)
+    depth = 0
+    while depth < min(len(load_chain), len(save_chain)) and load_chain[depth] is save_chain[depth]:
+        depth += 1
+    common = load_chain[depth - 1]
+    if isinstance(common, (cst.If, cst.Try, cst.TryStar)):
+        return True  # body and orelse, or body and a handler: one or the other runs
+    if depth < len(load_chain):
+        branch = load_chain[depth]  # the statement (in the common block) that holds the load
+        return any(isinstance(n, (cst.Return, cst.Raise)) for n in syntax.walk_expressions(branch))
+    return False
 
 
 def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode]]:
