@@ -676,3 +676,45 @@ def test_a_configuration_change_checks_open_notebooks_again_as_notebooks(tmp_pat
     assert [d.code for d in first] == ["DEV002"]
     # only ever checked with cell 1's import: alone, cell 4's `restore(path)` is no torch.load
     assert later == [["DEV001", "DEV002"]]
+
+
+# --- evidence: relatedInformation ------------------------------------------------------------------
+
+EVIDENCE_CELLS = [
+    ("code", "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+             "loader = DataLoader(dataset, batch_size=8)"),
+    ("code", "device = torch.device('cuda')\nmodel = nn.Linear(3, 2).to(device)"),
+    ("code", "for x, y in loader:\n    out = model(x)"),
+]
+
+
+def test_diagnostics_carry_the_evidence_as_related_information(tmp_path):
+    text = "\n\n".join(cell for _, cell in EVIDENCE_CELLS) + "\n"
+
+    async def go():
+        async with Editor(tmp_path) as editor:
+            uri = editor.open("m.py", text)
+            return uri, await editor.diagnostics(uri, version=1)
+
+    uri, diagnostics = run(go())
+    records = [r for r in cli_records(tmp_path, "m.py") if r["related"]]
+    assert records, "the source has findings with evidence"
+    for r in records:
+        d = next(d for d in diagnostics if d.code == r["code"] and d.range.start.line + 1 == r["location"]["row"])
+        assert [(i.location.uri, i.location.range.start.line + 1, i.location.range.start.character + 1, i.message)
+                for i in d.related_information] == [
+            (uri, p["location"]["row"], p["location"]["column"], p["message"]) for p in r["related"]]
+
+
+def test_notebook_evidence_points_into_the_cell_it_is_in(tmp_path):
+    async def go():
+        async with Editor(tmp_path) as editor:
+            _, cells = editor.open_notebook("nb.ipynb", EVIDENCE_CELLS)
+            return cells, await editor.diagnostics(cells[2], version=1)
+
+    cells, diagnostics = run(go())
+    dev007 = next(d for d in diagnostics if d.code == "DEV007")
+    # the batch is drawn in the finding's own cell, the model is moved in the second cell
+    assert [(i.location.uri, i.location.range.start.line + 1) for i in dev007.related_information] == [
+        (cells[2], 1), (cells[1], 2)]
+    assert dev007.related_information[1].message.endswith("at cell 2, line 2")
