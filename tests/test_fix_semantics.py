@@ -215,6 +215,81 @@ def test_dev004_fix_is_safe_for_an_integer_table_and_unsafe_for_a_float_one():
 
 
 # --------------------------------------------------------------------------------------------
+# DEV004: where a buffer would move away from a tensor that stays, the finding has no fix
+# --------------------------------------------------------------------------------------------
+
+SIBLING_UNDER_A_FLAG = '''\
+import torch
+from torch import nn
+
+
+class Filterbank(nn.Module):
+    def __init__(self, f_central, freeze=True):
+        super().__init__()
+        self.f_central = f_central
+        if not freeze:
+            self.f_central = nn.Parameter(self.f_central)
+        self.all_freqs = torch.linspace(0.0, 1.0, 5).repeat(3, 1)
+
+    def forward(self, x):
+        filters = (self.all_freqs.T - self.f_central).abs()
+        return x @ filters.to(x.device)
+'''
+
+LOADER_TIME = '''\
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+class Walker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.offset = torch.arange(3)
+        self.step = torch.arange(3)
+        self.embedding = nn.Embedding(8, 2)
+
+    def forward(self, batch):
+        return self.embedding(batch + self.step)
+
+    def loader(self):
+        return DataLoader(range(2), collate_fn=self._sample, batch_size=2)
+
+    def _sample(self, batch):
+        return torch.tensor(batch).view(-1, 1) + self.offset.view(1, -1) + self.step
+'''
+
+
+def test_dev004_withholds_a_fix_that_moves_a_table_from_its_sibling():
+    (finding,) = findings(SIBLING_UNDER_A_FLAG, "DEV004")
+    assert finding.fix is None
+    # As written, with the default flag, the host computation runs on a moved module...
+    module = load_source(SIBLING_UNDER_A_FLAG)["Filterbank"](torch.ones(3)).to("meta")
+    assert module(torch.ones(2, 5, device="meta")).device.type == "meta"
+    # ...and with the table registered alone, it meets the sibling that stayed on the CPU.
+    would_be = SIBLING_UNDER_A_FLAG.replace(
+        "self.all_freqs = torch.linspace(0.0, 1.0, 5).repeat(3, 1)",
+        'self.register_buffer("all_freqs", torch.linspace(0.0, 1.0, 5).repeat(3, 1), persistent=False)')
+    moved = load_source(would_be)["Filterbank"](torch.ones(3)).to("meta")
+    with pytest.raises(RuntimeError, match="device"):
+        moved(torch.ones(2, 5, device="meta"))
+
+
+def test_dev004_leaves_loader_time_tables_and_withholds_their_fix():
+    (finding,) = findings(LOADER_TIME, "DEV004")  # `offset` is read only by the collate_fn
+    assert "`self.step`" in finding.message and finding.fix is None
+    # As written, the loader works on host batches after the module moved...
+    module = load_source(LOADER_TIME)["Walker"]().to("meta")
+    assert next(iter(module.loader())).device.type == "cpu"
+    # ...and with `step` registered, the collate_fn meets a moved table.
+    would_be = LOADER_TIME.replace("self.step = torch.arange(3)",
+                                   'self.register_buffer("step", torch.arange(3), persistent=False)')
+    moved = load_source(would_be)["Walker"]().to("meta")
+    with pytest.raises(RuntimeError, match="device"):
+        next(iter(moved.loader()))
+
+
+# --------------------------------------------------------------------------------------------
 # DEV004: where register_buffer would raise, the finding has no fix
 # --------------------------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class FileFacts:
         self.module_device_bound = False  # a module-level `device = ...`
         self._bound_torch = False
         self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its properties
+        self._buffers: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> the names it registers as buffers
         self._scan(module.body, top_level=True, in_class=None)
         if not self._bound_torch:
             # Snippets and notebooks use `torch` without importing it in this file.
@@ -168,6 +169,45 @@ class FileFacts:
         self._properties[id(info)] = frozenset(found)
         return self._properties[id(info)]
 
+    def buffers(self, node: cst.ClassDef) -> frozenset[str]:
+        """The names the class, or a base class of the same file (transitively), registers as
+        buffers in any of its methods: a string given to a `self.register*buffer*(...)` call
+        (`register_buffer`, or a wrapper of it such as `register_uninitialized_buffer`), and each
+        string of a list or tuple a loop hands to one (`for key in self._buffer_names:
+        self.register_buffer(key, None)`, the list written in the loop or bound in the body of the
+        class or of a same-file base). `self.NAME = ...` then sets that buffer, which
+        `model.to()` moves: it sets no plain attribute."""
+        info = self.classes.get(node)
+        return self._class_buffers(info, frozenset()) if info is not None else frozenset()
+
+    def _class_buffers(self, info: ClassInfo, seen: frozenset) -> frozenset[str]:
+        known = self._buffers.get(id(info))
+        if known is not None:
+            return known
+        seen = seen | {id(info)}
+        lineage = self._lineage(info)
+        found: set[str] = set()
+        for definitions in info.methods.values():
+            for definition in definitions:
+                found |= _registered_buffers(definition, lineage)
+        for base in info.base_names:
+            for other in self.classes.values():
+                if other.name == base and id(other) not in seen:
+                    found |= self._class_buffers(other, seen)
+        self._buffers[id(info)] = frozenset(found)
+        return self._buffers[id(info)]
+
+    def _lineage(self, info: ClassInfo) -> list[ClassInfo]:
+        """The class and its same-file bases, transitively, nearest first."""
+        found, pending = [], [info]
+        while pending:
+            current = pending.pop(0)
+            if any(current is known for known in found):
+                continue
+            found.append(current)
+            pending.extend(other for base in current.base_names for other in self.classes.values() if other.name == base)
+        return found
+
     def _scan(self, statements, top_level: bool, in_class: Optional[ClassInfo]) -> None:
         for stmt in statements:
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -272,6 +312,80 @@ def _is_property(definition: cst.FunctionDef) -> bool:
                                       or decorator.endswith((".setter", ".getter", ".deleter"))):
             return True
     return False
+
+
+def is_buffer_registration(call: cst.Call, self_name: Optional[str]) -> bool:
+    """`self.register_buffer(...)`, `self.register_uninitialized_buffer(...)`: a method of `self`
+    whose name starts with `register` (or `_register`) and mentions a buffer."""
+    func = call.func
+    if not (self_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            and func.value.value == self_name):
+        return False
+    method = func.attr.value
+    return method.lstrip("_").startswith("register") and "buffer" in method
+
+
+def _registered_buffers(method: cst.FunctionDef, lineage: list[ClassInfo]) -> set[str]:
+    """The buffer names a method of `lineage[0]` registers: string literals, and the strings a
+    loop hands over."""
+    params = [*method.params.posonly_params, *method.params.params]
+    self_name = params[0].name.value if params else None
+    loops: dict[str, list[str]] = {}  # loop name -> the strings it takes
+    found: set[str] = set()
+    for node in syntax.walk_expressions(method.body):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            strings = _strings(node.iter)
+            if strings is None:
+                iterable = node.iter
+                holder = iterable.value if isinstance(iterable, cst.Attribute) else None
+                if isinstance(holder, cst.Name) and holder.value in {self_name, *(i.name for i in lineage)} \
+                        or isinstance(holder, cst.Call) and syntax.dotted_name(holder.func) == "type":
+                    strings = _class_strings(lineage, iterable.attr.value)  # `self.NAMES`, `type(self).NAMES`, `Cls.NAMES`
+            if strings is not None:
+                loops[node.target.value] = strings
+        elif isinstance(node, cst.Call) and is_buffer_registration(node, self_name):
+            name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
+            if name_arg is None:
+                continue
+            literal = syntax.string_value(name_arg.value)
+            if literal is not None:
+                found.add(literal)
+            elif isinstance(name_arg.value, cst.Name):
+                found.update(loops.get(name_arg.value.value, ()))
+    return found
+
+
+def _strings(node: cst.BaseExpression) -> Optional[list[str]]:
+    """The strings of a list or tuple literal of string literals."""
+    if not isinstance(node, (cst.List, cst.Tuple)):
+        return None
+    strings = [syntax.string_value(e.value) if isinstance(e, cst.Element) else None for e in node.elements]
+    return strings if all(s is not None for s in strings) else None
+
+
+def _class_strings(lineage: list[ClassInfo], name: str) -> Optional[list[str]]:
+    """The strings of the list or tuple literal `name` is bound to in the body of the nearest
+    class of `lineage` that binds it, or as `self.NAME = [...]` in one of its methods."""
+    for info in lineage:
+        for stmt in syntax.block_statements(info.node.body):
+            for small in syntax.small_statements(stmt):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
+                    [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else [])
+                if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                    return _strings(small.value)
+        for definitions in info.methods.values():
+            for definition in definitions:
+                params = [*definition.params.posonly_params, *definition.params.params]
+                self_name = params[0].name.value if params else None
+                for node in syntax.walk_expressions(definition.body):
+                    if isinstance(node, cst.Assign) and any(
+                            isinstance(t.target, cst.Attribute) and t.target.attr.value == name
+                            and isinstance(t.target.value, cst.Name) and t.target.value.value == self_name
+                            for t in node.targets):
+                        strings = _strings(node.value)
+                        if strings is not None:
+                            return strings
+    return None
 
 
 def _base_name(node: cst.BaseExpression) -> Optional[str]:

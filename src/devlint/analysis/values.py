@@ -261,6 +261,11 @@ class ValueModel:
             place = HOST  # `torch.cat([a.cpu(), b.cpu()])`: computed only from host values
         if qualified in PARAMETER_CLASSES or method in names.NON_TENSOR_METHODS or qualified.startswith("torch.nn."):
             return Value(None, place)
+        last = qualified.rsplit(".", 1)[-1]
+        if last[:1].isupper() and not last.endswith("Tensor"):
+            # A torch class other than a tensor class (`torch.distributions.Normal(loc, scale)`):
+            # an object built from the tensors, not a tensor.
+            return Value(None, place)
         holds_tensor = any(_tensor_kind(v) is not None for a, v in arguments if a.keyword is None)
         return Value(TENSOR if holds_tensor else None, place)
 

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
+from devlint import facts as facts_module
 from devlint.analysis import values
 from devlint.analysis.bindings import name_bound_at
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
@@ -45,11 +46,14 @@ class _Candidate:
 @dataclass
 class _ClassState:
     candidates: list[_Candidate] = field(default_factory=list)
-    buffers: set[str] = field(default_factory=set)  # names given to register_buffer
     plain: set[str] = field(default_factory=set)  # attributes set to something else than a tensor
     # attribute name -> whether every `self.NAME` read so far moves it to a tensor's device
     moved_at_reads: dict[str, bool] = field(default_factory=dict)
     reads: Optional[ForwardTimeSites] = None  # the reads that move nothing, by attribute name
+    read_in: dict[str, set[str]] = field(default_factory=dict)  # attribute name -> the methods reading it
+    registered: set[str] = field(default_factory=set)  # attributes read as an argument of a buffer registration
+    trained: set[str] = field(default_factory=set)  # attributes set to an `nn.Parameter(...)` somewhere
+    untrained: set[str] = field(default_factory=set)  # attributes set elsewhere to a value not `None` nor a literal
 
 
 @dataclass
@@ -98,7 +102,11 @@ class UnregisteredTensorAttribute(Rule):
         if local is None:
             local = self._locals[frame.node] = _Locals(frame.node, frame.self_name, self.facts)
         state = self._classes[frame.klass]
-        moved = _moved_at_read(ancestors, frame.self_name, self.facts, local)
+        state.read_in.setdefault(name, set()).add(frame.method)
+        if _in_buffer_registration(ancestors, frame.self_name):
+            state.registered.add(name)
+        moved = _moved_at_read(ancestors, frame.self_name, self.facts, local) \
+            or _moved_earlier(ancestors, name, frame.self_name, self.facts, local)
         state.moved_at_reads[name] = state.moved_at_reads.get(name, True) and moved
         if not moved and not _is_none_test(parent):
             if state.reads is None:
@@ -109,12 +117,7 @@ class UnregisteredTensorAttribute(Rule):
         frame = self.ctx.function
         if frame is None or not frame.in_module_class:
             return
-        if frame.self_attribute(node.func) == "register_buffer":
-            name_arg = syntax.keyword(node, "name") or next(iter(syntax.positional(node)), None)
-            name = syntax.string_value(name_arg.value) if name_arg is not None else None
-            if name is not None:
-                self._classes[frame.klass].buffers.add(name)
-        elif syntax.is_base_init(node):
+        if syntax.is_base_init(node):
             self._functions[frame].after_init = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -157,7 +160,13 @@ class UnregisteredTensorAttribute(Rule):
                                    tuple(self.ctx.ancestors))
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
-                    self._classes[frame.klass].plain.add(attribute)
+                    klass = self._classes[frame.klass]
+                    klass.plain.add(attribute)
+                    if isinstance(value, cst.Call) and self.facts.resolve(value.func) in values.PARAMETER_CLASSES:
+                        klass.trained.add(attribute)
+                    elif not (syntax.is_number_literal(value) or syntax.string_value(value) is not None
+                              or isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
+                        klass.untrained.add(attribute)
             elif isinstance(target, cst.Name):
                 env[target.value] = kind
                 if kind is not None:
@@ -177,25 +186,39 @@ class UnregisteredTensorAttribute(Rule):
         if lightning:
             self.lightning_classes.add(node.name.value)
         moved_by_hand = self._moved_by_hand(node)
+        buffers = self.facts.buffers(node)
+        loader_time = _loader_time_methods(self.facts.class_info(node))
         found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in state.buffers or state.moved_at_reads.get(name, False) or name in moved_by_hand:
+            if name in buffers or state.moved_at_reads.get(name, False) or name in moved_by_hand:
                 continue
+            read_in = state.read_in.get(name, set())
+            if name in state.registered and read_in <= {"__init__"}:
+                continue  # a host copy of a tensor registered as a buffer under another name, used only there
+            if read_in & loader_time and read_in <= loader_time | {"__init__"}:
+                continue  # read only where a DataLoader runs the class's methods on host batches
             if lightning and name == "example_input_array":  # Lightning moves it to the module's device
                 continue
             taken = existing is not None and name in existing
-            fix = None if existing is None or taken else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
+            # A buffer follows the module away from the host batches a loader-time method meets it with.
+            fix = None if existing is None or taken or read_in & loader_time \
+                else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
             found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
         reads = state.reads
+        # Attributes that move otherwise than a buffer would: an `nn.Parameter` on one path and a
+        # plain value on another, or a flagged attribute that gets no fix.
+        apart = (state.trained & state.untrained) | {c.target.attr.value for c, _, fix in found if fix is None}
 
         def report() -> None:
             """Once it is known which reads run at forward time: each finding names where its tensor
             is made and where forward-time code reads it (where it meets the inputs' device)."""
             for candidate, message, fix in found:
                 name = candidate.target.attr.value
-                uses = reads.at_forward_time(name)[:MAX_READS_SHOWN] if reads is not None else []
-                related = [candidate.made, *((read, f"read in `{method}`") for read, method in uses)]
+                uses = reads.at_forward_time(name) if reads is not None else []
+                if fix is not None and _read_beside(name, uses, apart, reads):
+                    fix = None  # registered alone, it would move away from a sibling that stays
+                related = [candidate.made, *((read, f"read in `{method}`") for read, method in uses[:MAX_READS_SHOWN])]
                 self.report(candidate.target, message, fix, related=related)
 
         if reads is None:
@@ -294,6 +317,101 @@ class UnregisteredTensorAttribute(Rule):
 
 
 MAX_READS_SHOWN = 3  # forward-time reads a finding names
+
+
+def _read_beside(name: str, uses: list, apart: set[str], reads: Optional[ForwardTimeSites]) -> bool:
+    """Whether a forward-time method reading `name` also reads an attribute of `apart` (one that
+    stays where it is, or moves only under a flag)."""
+    methods = {method for _, method in uses}
+    return reads is not None and any(
+        method in methods for other in apart - {name} for _, method in reads.at_forward_time(other)
+    )
+
+
+def _in_buffer_registration(ancestors: list[cst.CSTNode], self_name: Optional[str]) -> bool:
+    """Whether the read at `ancestors[-1]` is (part of) an argument of `self.register*buffer*(...)`."""
+    for node, inner in zip(reversed(ancestors[:-1]), reversed(ancestors[1:])):
+        if isinstance(node, cst.Call):
+            if facts_module.is_buffer_registration(node, self_name) and isinstance(inner, cst.Arg):
+                return True
+        elif isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _loader_time_methods(info) -> set[str]:
+    """The methods of the class handed to a DataLoader as `collate_fn=self.NAME`, and those they
+    call on `self`, transitively: they run in the loader, on host batches, not at forward time."""
+    if info is None:
+        return set()
+    handed = set()
+    for definitions in info.methods.values():
+        for definition in definitions:
+            for node in syntax.walk_expressions(definition.body):
+                if isinstance(node, cst.Call):
+                    arg = syntax.keyword(node, "collate_fn")
+                    value = arg.value if arg is not None else None
+                    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) \
+                            and value.value.value in _self_names(definition):
+                        handed.add(value.attr.value)
+    reached, pending = set(), [name for name in handed if name in info.methods]
+    while pending:
+        method = pending.pop()
+        if method in reached:
+            continue
+        reached.add(method)
+        for definition in info.methods.get(method, ()):
+            self_names = _self_names(definition)
+            for node in syntax.walk_expressions(definition.body):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and isinstance(node.func.value, cst.Name) and node.func.value.value in self_names \
+                        and node.func.attr.value in info.methods:
+                    pending.append(node.func.attr.value)
+    return reached
+
+
+def _self_names(definition: cst.FunctionDef) -> set[str]:
+    params = [*definition.params.posonly_params, *definition.params.params]
+    return {params[0].name.value} if params else set()
+
+
+def _moved_earlier(ancestors: list[cst.CSTNode], name: str, self_name: Optional[str], facts, local: "_Locals") -> bool:
+    """Whether a statement before the read, in its block or an enclosing one of the same function,
+    reassigns the attribute moved to a tensor's device (`self.NAME = self.NAME.to(x.device)`):
+    the read then finds it there, at every call."""
+    starts = [i for i, node in enumerate(ancestors) if isinstance(node, (cst.FunctionDef, cst.Lambda))]
+    if not starts or not isinstance(ancestors[starts[-1]], cst.FunctionDef):
+        return False
+    start = starts[-1]
+    for index in range(start, len(ancestors) - 1):
+        block, statement = ancestors[index], ancestors[index + 1]
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        for earlier in block.body:
+            if earlier is statement:
+                break
+            if any(_moves_itself(small, name, self_name, facts, local) for small in syntax.small_statements(earlier)):
+                return True
+    return False
+
+
+def _moves_itself(small: cst.BaseSmallStatement, name: str, self_name: Optional[str], facts, local: "_Locals") -> bool:
+    """`self.NAME = self.NAME.to(x.device)` (after integer indices and slices too)."""
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)):
+        return False
+    target = small.targets[0].target
+    if not (isinstance(target, cst.Attribute) and target.attr.value == name and isinstance(target.value, cst.Name)
+            and target.value.value == self_name):
+        return False
+    chain: list[cst.CSTNode] = [small.value, small.value.func]
+    node = small.value.func.value if isinstance(small.value.func, cst.Attribute) else None
+    while isinstance(node, cst.Subscript):
+        chain.append(node)
+        node = node.value
+    if not (isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(node.value, cst.Name)
+            and node.value.value == self_name):
+        return False
+    return _moved_at_read([*chain, node], self_name, facts, local)
 
 
 def _is_none_test(parent: cst.CSTNode) -> bool:
