@@ -444,7 +444,7 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     values_of.setdefault(target.target.value, []).append(node.value)
-                else:
+                elif not isinstance(target.target, (cst.Attribute, cst.Subscript)):  # `self.n = ...` binds no local
                     other.update(n.value for n in syntax.walk(target.target) if isinstance(n, cst.Name))
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
             values_of.setdefault(node.target.value, []).append(node.value)
@@ -460,6 +460,30 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
         )
 
     return scalars_given(scalars_given(frozenset()))  # the second pass takes names bound from other names
+
+
+def scalar_attributes(methods, facts) -> frozenset:
+    """The attributes `self.NAME` that the given methods of one class assign only Python
+    scalars (by `scalar_names` of the method: literals, number-annotated parameters, ...)."""
+    bound: dict[str, bool] = {}
+    for method in methods:
+        scalars = None
+        for node in syntax.walk_expressions(method.body):
+            if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) or node.value is None:
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                    if scalars is None:
+                        scalars = scalar_names(method, facts)
+                    known = scalars
+                    scalar = is_python_scalar(node.value, facts, lambda: known)
+                    bound[target.attr.value] = bound.get(target.attr.value, True) and scalar
+                elif not isinstance(target, cst.Name):  # `self.a, self.b = ...`: not followed
+                    for n in syntax.walk(target):
+                        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self":
+                            bound[n.attr.value] = False
+    return frozenset(name for name, scalar in bound.items() if scalar)
 
 
 def _scalar_annotated(func: cst.FunctionDef) -> set[str]:

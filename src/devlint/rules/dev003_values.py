@@ -270,6 +270,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         return Fate(NEUTRAL, walk.met)  # `F.ctc_loss(lp, targets, ...)`: taken on the host
     if qualified is not None and qualified.startswith("torch.") and syntax.keyword(call, "device") is not None:
         return Fate(MOVE, walk.met)  # `torch.sparse_coo_tensor(i, v, device=d)` copies its data onto d
+    if qualified in _TORCH_FULL_REDUCTIONS and len(call.args) == 1 and not parent.star:
+        return Fate(NEUTRAL, walk.met)  # `torch.prod(torch.tensor(z.size()))`: a 0-dim CPU scalar
     if qualified is not None and qualified.startswith("torch."):
         if others:
             return walk.use(*others)
@@ -381,6 +383,8 @@ def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts
 _WRITES = frozenset({"copy_"})
 # Methods that reduce a whole tensor to a 0-dim tensor when given no arguments.
 _FULL_REDUCTIONS = frozenset("sum mean prod max min amax amin norm all any std var median".split())
+# torch functions that reduce their one argument to a 0-dim tensor.
+_TORCH_FULL_REDUCTIONS = frozenset("torch." + n for n in "sum mean prod max min amax amin norm all any numel".split())
 # Methods that keep a tensor's shape (given no arguments).
 _SHAPE_KEEPING = frozenset("float double half long int short bool byte clone detach contiguous abs exp log sqrt neg".split())
 # Methods that return their `default` argument when the key is missing: `d.get(key, torch.ones(n))`.
@@ -656,7 +660,8 @@ class FunctionValues:
                 data[0].value, self.derived | self._self_call_results(), self.facts
             ):
                 return Verdict()  # `torch.tensor(self.loss(x, y) * a)`: a tensor where x is, copied there
-            if len(data) == 1 and values.is_python_scalar(data[0].value, self.facts, self.scalar_names):
+            if len(data) == 1 and (values.is_python_scalar(data[0].value, self.facts, self.scalar_names)
+                                   or self._scalar_attribute(data[0].value)):
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods)
         if found.kind == USE and self._returned_and_moved(found):
@@ -765,6 +770,15 @@ class FunctionValues:
                 one_dim_names = one_dim_names - bound | (bound if found.one_dim else set())
                 rebinds[found.at] = bound
         return Verdict(first_use, first_meet, moved)
+
+    def _scalar_attribute(self, expr: cst.BaseExpression) -> bool:
+        """`self.NAME` where the class assigns NAME only Python scalars (numbers, parameters
+        annotated `int`/`float`/`bool`)."""
+        if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+            return False
+        return expr.attr.value in values.scalar_attributes(
+            [f for defs in self.methods.values() for f in defs], self.facts
+        )
 
     def _self_call_results(self) -> set:
         """Local names bound to what `self.f(t)` returns for a tensor t derived from a parameter
