@@ -75,7 +75,7 @@ def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):
                 method = parent.attr.value
                 if method in HOST_END_METHODS:
                     return parent.attr
-                if method in ("cpu", "to", "cuda") and not (method == "to" and values.is_dtype_only_move(grand, facts)):
+                if method == "cpu" or values.is_move(grand, facts):
                     return None  # moved: no longer where it was made
                 i -= 2
                 continue

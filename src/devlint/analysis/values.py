@@ -30,6 +30,47 @@ def is_dtype_only_move(call: cst.Call, facts) -> bool:
     return True
 
 
+def is_move(call: cst.Call, facts) -> bool:
+    """A method call that moves its receiver: `.to(d)` (not `.to(dtype)`), `.cuda()`,
+    `.type_as(t)`, and `.type(t.type())`, whose type string names t's device
+    (`torch.cuda.FloatTensor` for a CUDA t) like `.type_as(t)`. `.type(torch.float)` only casts."""
+    if not isinstance(call.func, cst.Attribute) or facts.resolve(call.func) is not None:
+        return False
+    method = call.func.attr.value
+    if method == "to":
+        return not is_dtype_only_move(call, facts)
+    if method == "type":
+        args = syntax.positional(call)
+        given = args[0].value if len(args) == 1 and len(call.args) == 1 else None
+        return (
+            isinstance(given, cst.Call) and isinstance(given.func, cst.Attribute) and given.func.attr.value == "type"
+            and not given.args and facts.resolve(given.func) is None
+        )
+    return method in names.MOVES
+
+
+# Functions (and the forward of loss classes) that take some arguments on the host whatever device
+# the others are on: (qualified name, {position: keyword}) of those arguments. CTC targets and
+# lengths may stay on the CPU (cuDNN wants them there); `pack_padded_sequence` wants its lengths there.
+HOST_ARGUMENTS = {
+    "torch.nn.functional.ctc_loss": {1: "targets", 2: "input_lengths", 3: "target_lengths"},
+    "torch.nn.CTCLoss": {1: "targets", 2: "input_lengths", 3: "target_lengths"},
+    "torch.nn.utils.rnn.pack_padded_sequence": {1: "lengths"},
+}
+
+
+def is_host_argument(callee: Optional[str], call: cst.Call, arg: cst.Arg) -> bool:
+    """Whether `arg` is one that `callee` (a qualified name from HOST_ARGUMENTS: a function, or
+    a loss class whose instance is called) takes on the host (see HOST_ARGUMENTS)."""
+    slots = HOST_ARGUMENTS.get(callee or "")
+    if slots is None or arg.star:
+        return False
+    if arg.keyword is not None:
+        return arg.keyword.value in slots.values()
+    positional = syntax.positional(call)
+    return arg in positional and positional.index(arg) in slots
+
+
 def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
     """`torch.float16`, or a name or attribute that says it holds a dtype (`x.to(y.dtype)`,
     `x.to(self.compute_dtype)`)."""
@@ -408,7 +449,7 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     values_of.setdefault(target.target.value, []).append(node.value)
-                else:
+                elif not isinstance(target.target, (cst.Attribute, cst.Subscript)):  # `self.n = ...` binds no local
                     other.update(n.value for n in syntax.walk(target.target) if isinstance(n, cst.Name))
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
             values_of.setdefault(node.target.value, []).append(node.value)
@@ -424,6 +465,30 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
         )
 
     return scalars_given(scalars_given(frozenset()))  # the second pass takes names bound from other names
+
+
+def scalar_attributes(methods, facts) -> frozenset:
+    """The attributes `self.NAME` that the given methods of one class assign only Python
+    scalars (by `scalar_names` of the method: literals, number-annotated parameters, ...)."""
+    bound: dict[str, bool] = {}
+    for method in methods:
+        scalars = None
+        for node in syntax.walk_expressions(method.body):
+            if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) or node.value is None:
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                    if scalars is None:
+                        scalars = scalar_names(method, facts)
+                    known = scalars
+                    scalar = is_python_scalar(node.value, facts, lambda: known)
+                    bound[target.attr.value] = bound.get(target.attr.value, True) and scalar
+                elif not isinstance(target, cst.Name):  # `self.a, self.b = ...`: not followed
+                    for n in syntax.walk(target):
+                        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self":
+                            bound[n.attr.value] = False
+    return frozenset(name for name, scalar in bound.items() if scalar)
 
 
 def _scalar_annotated(func: cst.FunctionDef) -> set[str]:

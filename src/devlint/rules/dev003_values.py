@@ -28,6 +28,7 @@ class Fate:
     met: list[cst.BaseExpression] = field(default_factory=list)  # other values it meets
     name: Optional[str] = None  # for ASSIGNED: the local name it is bound to
     at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement; for USE: where it is used
+    one_dim: bool = False  # for ASSIGNED: the name holds a 1-dim tensor (its `v[i]` is a 0-dim scalar)
 
 
 def fate(
@@ -35,6 +36,8 @@ def fate(
     facts: FileFacts,
     is_tensor: Callable[[cst.BaseExpression], bool],
     host_tables: frozenset = frozenset(),
+    one_dim: Optional[bool] = None,
+    methods: Optional[dict] = None,
 ) -> Fate:
     """Follow the value made by path[-1] up through its parents until something decides its fate.
 
@@ -43,15 +46,58 @@ def fate(
     `host_tables` are local names bound to other device-less tensors: copying into one
     (`table[i] = t`) is not a use.
 
+    `one_dim`: path[-1] holds a 1-dim tensor (by default: whether it is a 1-dim factory call).
+    `methods`: the enclosing class's methods by name (`self.m(v)` is followed into them).
+
     Each kind of parent has its step: it decides (returns a Fate) or moves the walk up.
     """
-    walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1)
+    walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1, methods=methods or {})
+    walk.one_dim = _is_one_dim_factory(path[-1], facts) if one_dim is None else one_dim
     while walk.i > 0:
         parent = path[walk.i - 1]
+        walk.kept = False
         decided = _STEPS.get(type(parent), _used)(walk, parent)
         if decided is not None:
             return decided
+        walk.one_dim = walk.one_dim and walk.kept
     return Fate(NEUTRAL, walk.met)
+
+
+# Factories whose result is 1-dim whatever their arguments.
+_ONE_DIM_FACTORIES = frozenset({"torch.arange", "torch.range", "torch.randperm", "torch.linspace", "torch.logspace"})
+# Factories whose size is their arguments (or `size=`), and where randint takes it.
+_SIZED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
+
+
+def _is_one_dim_factory(node: cst.CSTNode, facts) -> bool:
+    """A factory call known to make a 1-dim tensor: `torch.arange(n)`, `torch.rand(2)`,
+    `torch.randint(lo, hi, (1,))`, `torch.tensor([a, b])` of Python numbers."""
+    if not isinstance(node, cst.Call):
+        return False
+    source = facts.is_tensor_source(node)
+    if source in _ONE_DIM_FACTORIES:
+        return True
+    if syntax.has_star_args(node):
+        return False
+    positional = [a.value for a in syntax.positional(node)]
+    size = syntax.keyword(node, "size")
+    if source in _SIZED_FACTORIES or source == "torch.full":
+        sizes = [size.value] if size is not None else positional[:1] if source == "torch.full" else positional
+    elif source == "torch.randint":
+        sizes = [size.value] if size is not None else positional[-1:]
+    elif source in ("torch.tensor", names.AS_TENSOR):
+        data = positional[:1]
+        return bool(data) and isinstance(data[0], (cst.List, cst.Tuple)) and all(
+            isinstance(e, cst.Element) and values.is_python_scalar(e.value, facts) for e in data[0].elements
+        )
+    else:
+        return False
+    if len(sizes) != 1:
+        return False
+    only = sizes[0]
+    if isinstance(only, (cst.Tuple, cst.List)):
+        return len(only.elements) == 1 and isinstance(only.elements[0], cst.Element)
+    return values.is_python_scalar(only, facts)
 
 
 @dataclass
@@ -61,8 +107,11 @@ class _Walk:
     is_tensor: Callable[[cst.BaseExpression], bool]
     host_tables: frozenset
     i: int  # the value is now path[i]
+    methods: dict = field(default_factory=dict)  # the enclosing class's methods by name
     met: list[cst.BaseExpression] = field(default_factory=list)
     siblings: list[cst.BaseExpression] = field(default_factory=list)  # values beside it in a list or tuple literal
+    one_dim: bool = False  # the value is now a 1-dim tensor
+    kept: bool = False  # the last step kept its shape (an operator with numbers, a cast)
 
     @property
     def cur(self) -> cst.CSTNode:
@@ -98,13 +147,16 @@ def _attribute(walk: _Walk, parent: cst.Attribute) -> Optional[Fate]:
 
 
 def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
-    if method in names.MOVES and not (method == "to" and values.is_dtype_only_move(call, walk.facts)):
+    if values.is_move(call, walk.facts):
         return Fate(MOVE, walk.met)
     if method in names.NON_TENSOR_METHODS:
         return Fate(NON_TENSOR, walk.met)
     if method in _WRITES:  # `buf.copy_(v)`: buf keeps its device and meets nothing
         walk.i -= 2
         return None
+    if method in _FULL_REDUCTIONS and not call.args:  # `v.max()`: a 0-dim CPU scalar mixes with any device
+        return Fate(NEUTRAL, walk.met)
+    walk.kept = method in _SHAPE_KEEPING and not call.args
     tensors = [a.value for a in call.args if walk.is_tensor(a.value)]
     if method in names.MOVES or method in names.SHAPE_METHODS or not tensors:
         walk.i -= 2
@@ -116,11 +168,33 @@ def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
     if parent.value is not walk.cur:
         return walk.use()
     stored = isinstance(walk.grand, cst.AssignTarget) and walk.grand.target is parent
+    if not stored and _in_tuple_target(walk.path[: walk.i]):  # `buf[i], _ = t.max(0)`: a write into buf
+        return Fate(NEUTRAL, walk.met) if _plain_write(walk, parent) else walk.use()
     device_indices = [e for e in _index_expressions(parent) if walk.is_tensor(e)]
+    if walk.one_dim and not stored and not device_indices and _single_index(parent):
+        return Fate(NEUTRAL, walk.met)  # `v[i]` of a 1-dim tensor: a 0-dim CPU scalar mixes with any device
     if device_indices and not stored:  # reading a CPU tensor at device indices raises; `t[i] = v` does not
         return walk.use(*device_indices)
     walk.i -= 1
     return None
+
+
+def _in_tuple_target(path: Sequence[cst.CSTNode]) -> bool:
+    """path[-1] is an element of a tuple or list assignment target (`a[i], b = ...`)."""
+    j = len(path) - 1
+    while j > 0 and isinstance(path[j - 1], (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        j -= 1
+    return j < len(path) - 1 and j > 0 and isinstance(path[j - 1], cst.AssignTarget) and path[j - 1].target is path[j]
+
+
+def _single_index(subscript: cst.Subscript) -> bool:
+    """`v[i]`: one index, not a slice, not a tensor factory (`v[torch.arange(n)]`)."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return False
+    value = subscript.slice[0].slice.value
+    return isinstance(value, (cst.Name, cst.Integer, cst.UnaryOperation, cst.BinaryOperation)) and not any(
+        isinstance(n, cst.Call) for n in syntax.walk(value)
+    )
 
 
 def _index(walk: _Walk, parent) -> Fate:
@@ -131,14 +205,20 @@ def _index(walk: _Walk, parent) -> Fate:
 def _boolean(walk: _Walk, parent: cst.BooleanOperation) -> Fate:
     """`x or torch.ones(n)`: moved before use when the result is moved (or bound to a name that
     is); any other fate of the result is not this value's (it may never be chosen)."""
-    outer = fate(walk.path[: walk.i], walk.facts, walk.is_tensor, walk.host_tables)
+    outer = fate(walk.path[: walk.i], walk.facts, walk.is_tensor, walk.host_tables, methods=walk.methods)
     if outer.kind in (MOVE, ASSIGNED):
         return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
     return Fate(NEUTRAL, walk.met)
 
 
+def _tested(walk: _Walk, parent) -> Fate:
+    """The test of an `if` or `while` reads the value on the host: no tensor meets it there."""
+    return Fate(NON_TENSOR, walk.met) if parent.test is walk.cur else walk.use()
+
+
 def _unary(walk: _Walk, parent: cst.UnaryOperation) -> None:
     walk.i -= 1
+    walk.kept = True
 
 
 def _conditional(walk: _Walk, parent: cst.IfExp) -> Optional[Fate]:
@@ -161,6 +241,7 @@ def _operator(walk: _Walk, parent) -> Optional[Fate]:
     if tensors:
         return walk.use(*tensors)
     walk.i -= 2 if comparison is walk.grand else 1  # `t * 2`, `t < 0.5`: still where t is
+    walk.kept = True
     return None
 
 
@@ -180,9 +261,17 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     others = [a.value for a in call.args if a is not parent and walk.is_tensor(a.value)]
     others += [s for s in walk.siblings if walk.is_tensor(s)]
     func = call.func
-    if isinstance(func, cst.Name) and func.value in names.NON_TENSOR_BUILTINS:
+    if isinstance(func, cst.Name) and func.value in _HOST_READING_BUILTINS and walk.facts.resolve(func) is None:
+        return Fate(NON_TENSOR, walk.met)  # `int(v)`, `range(v)`: read on the host
+    if _read_as_size(walk, call, parent):
         return Fate(NON_TENSOR, walk.met)
     qualified = walk.facts.resolve(func)
+    if values.is_host_argument(qualified or _loss_class_of(walk, func), call, parent):
+        return Fate(NEUTRAL, walk.met)  # `F.ctc_loss(lp, targets, ...)`: taken on the host
+    if qualified is not None and qualified.startswith("torch.") and syntax.keyword(call, "device") is not None:
+        return Fate(MOVE, walk.met)  # `torch.sparse_coo_tensor(i, v, device=d)` copies its data onto d
+    if qualified in _TORCH_FULL_REDUCTIONS and len(call.args) == 1 and not parent.star:
+        return Fate(NEUTRAL, walk.met)  # `torch.prod(torch.tensor(z.size()))`: a 0-dim CPU scalar
     if qualified is not None and qualified.startswith("torch."):
         if others:
             return walk.use(*others)
@@ -193,12 +282,111 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
         return _passed_through(walk)
+    callee = _same_class_method(walk, func)
+    if callee is not None and _moved_first_in(callee, call, parent, walk.facts):
+        return Fate(MOVE, walk.met)  # `self.f(v)` where f starts with `v = v.to(device)`
+    if not others and (callee is not None or _helper_function(walk, func)):
+        walk.i -= 2  # `mask = lengths_to_mask(v)`: the result is made from v alone, where v is
+        walk.siblings = []
+        return None
     if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
         return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
 
 
+# Builtins that read their argument as Python numbers (`range(n)`, `int(t)`): a host end.
+_HOST_READING_BUILTINS = names.NON_TENSOR_BUILTINS | {"range"}
+# Tensor methods whose arguments are sizes, dimensions or counts, read as Python numbers.
+_SIZE_METHODS = frozenset(
+    "view reshape repeat expand unflatten narrow permute transpose flip roll movedim split chunk select"
+    " new_zeros new_ones new_empty new_full size".split()
+)
+
+
+def _read_as_size(walk: _Walk, call: cst.Call, arg: cst.Arg) -> bool:
+    """The value is read as a Python number, never as a tensor that meets others: an argument
+    of a factory other than its data (`torch.randint(lo, hi, (n,))`, `torch.zeros(n)`), of a
+    size method of a tensor (`x.view(n, -1)`), or an element of a shape tuple beside Python
+    numbers (`F.interpolate(x, (w, x.shape[3]))`)."""
+    source = walk.facts.is_tensor_source(call)
+    if source is not None:
+        data = source in _DATA_SOURCES and (arg.keyword is None and syntax.positional(call)[:1] == [arg]
+                                            or arg.keyword is not None and arg.keyword.value == "data")
+        return not data
+    func = call.func
+    if isinstance(func, cst.Attribute) and walk.facts.resolve(func) is None and func.attr.value in _SIZE_METHODS:
+        return True
+    return isinstance(walk.cur, (cst.Tuple, cst.List)) and any(
+        values.is_python_scalar(s, walk.facts) for s in walk.siblings
+    )
+
+
+# Sources whose first argument is data (a tensor given there is copied, not read as a size).
+_DATA_SOURCES = names.LEGACY_CONSTRUCTORS | {"torch.tensor", names.AS_TENSOR, names.FROM_NUMPY}
+
+def _loss_class_of(walk: _Walk, func: cst.BaseExpression) -> Optional[str]:
+    """The qualified class of `self.NAME` when the enclosing class binds NAME only to instances
+    of one torch class (`self.ctc = nn.CTCLoss(blank=0)`)."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return None
+    made = set()
+    for defs in walk.methods.values():
+        for function in defs:
+            for node in syntax.walk_expressions(function.body):
+                if isinstance(node, cst.Assign) and any(
+                    isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                    and t.target.value.value == "self" and t.target.attr.value == func.attr.value for t in node.targets
+                ):
+                    made.add(walk.facts.resolve(node.value.func) if isinstance(node.value, cst.Call) else None)
+    return made.pop() if len(made) == 1 else None
+
+
+def _same_class_method(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    """The method `self.m` names when m is defined in the enclosing class (not a submodule)."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        defined = walk.methods.get(func.attr.value)
+        return defined[-1] if defined else None
+    return None
+
+
+def _helper_function(walk: _Walk, func: cst.BaseExpression) -> bool:
+    """A plain function of this file or one imported (`from utils import lengths_to_mask`): not a
+    local name (which may hold a module), not a class (capitalized: it may build a module), not torch's."""
+    if not isinstance(func, cst.Name) or func.value[:1].isupper():
+        return False
+    qualified = walk.facts.resolve(func)
+    if qualified is not None:
+        return not qualified.startswith("torch.") and func.value in walk.facts.aliases
+    return bool(walk.facts.module_functions(func.value))
+
+
+def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts) -> bool:
+    """Whether the callee's first use of the parameter that `arg` fills moves it (`p = p.to(device)`)."""
+    params = [p for p in syntax.all_params(callee.params) if p.star not in ("*", "**")]
+    if params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    if arg.star:
+        return False
+    if arg.keyword is not None:
+        name = arg.keyword.value
+    else:
+        position = syntax.positional(call).index(arg)
+        if position >= len(params):
+            return False
+        name = params[position].name.value
+    for node, path in syntax.walk_with_paths(callee.body, []):
+        if isinstance(node, cst.Name) and node.value == name and _is_variable(path):
+            return fate(path, facts, lambda e: False).kind == MOVE
+    return False
+
+
 _WRITES = frozenset({"copy_"})
+# Methods that reduce a whole tensor to a 0-dim tensor when given no arguments.
+_FULL_REDUCTIONS = frozenset("sum mean prod max min amax amin norm all any std var median".split())
+# torch functions that reduce their one argument to a 0-dim tensor.
+_TORCH_FULL_REDUCTIONS = frozenset("torch." + n for n in "sum mean prod max min amax amin norm all any numel".split())
+# Methods that keep a tensor's shape (given no arguments).
+_SHAPE_KEEPING = frozenset("float double half long int short bool byte clone detach contiguous abs exp log sqrt neg".split())
 # Methods that return their `default` argument when the key is missing: `d.get(key, torch.ones(n))`.
 _DEFAULT_RETURNING = frozenset({"get", "pop"})
 
@@ -218,7 +406,7 @@ def _passed_through(walk: _Walk) -> Fate:
     moved before use when that result is moved or bound to a name that is; otherwise it is what
     the expression's own fate makes it, short of a use (it may never be chosen)."""
     j = walk.i - 2 if isinstance(walk.path[walk.i - 1], cst.Arg) else walk.i - 1
-    outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables)
+    outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables, methods=walk.methods)
     if outer.kind in (MOVE, ASSIGNED, NON_TENSOR, INDEX):
         return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
     return Fate(USE, walk.met + outer.met, at=outer.at) if outer.kind == USE else Fate(NEUTRAL, walk.met)
@@ -243,7 +431,7 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
         return walk.use()
     targets = [t.target for t in parent.targets]
     if len(targets) == 1 and isinstance(targets[0], cst.Name):
-        return Fate(ASSIGNED, walk.met, targets[0].value, parent)
+        return Fate(ASSIGNED, walk.met, targets[0].value, parent, one_dim=walk.one_dim)
     unpacked = _unpacked_names(targets)
     if unpacked and isinstance(parent.value, (cst.Tuple, cst.List)):  # `a, b = torch.zeros(n), x`: only a
         element = walk.path[walk.i + 1]
@@ -338,6 +526,8 @@ _STEPS: dict[type, Callable[[_Walk, cst.CSTNode], Optional[Fate]]] = {
     cst.AugAssign: _augmented,
     cst.AssignTarget: _assignment_target,
     cst.Expr: _neutral,
+    cst.If: _tested,
+    cst.While: _tested,
     cst.For: _neutral,
     cst.CompFor: _neutral,
     cst.Del: _neutral,
@@ -393,12 +583,15 @@ class FunctionValues:
     def __init__(self, node: cst.FunctionDef, facts, is_forward: bool) -> None:
         self.node, self.facts, self.is_forward = node, facts, is_forward
         self.host_tables: frozenset = frozenset()  # local names bound to device-less factories
+        self.methods: dict = {}  # the enclosing class's methods by name
+        self.name: Optional[str] = None  # the method's name, when it is one
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
         self._occurrences: Optional[list] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
+        self._returns_moved: Optional[bool] = None
 
     @property
     def params(self) -> list[str]:
@@ -421,7 +614,8 @@ class FunctionValues:
         """(name, path) for every name in the function, in evaluation order."""
         if self._occurrences is None:
             self._occurrences = [
-                (node.value, path) for node, path in syntax.walk_with_paths(self.node, []) if isinstance(node, cst.Name)
+                (node.value, path) for node, path in syntax.walk_with_paths(self.node, [])
+                if isinstance(node, cst.Name) and _is_variable(path)
             ]
         return self._occurrences
 
@@ -462,14 +656,21 @@ class FunctionValues:
             data = syntax.positional(call)
             if data and is_derived(data[0].value, self.derived, self.facts):
                 return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
-            if len(data) == 1 and values.is_python_scalar(data[0].value, self.facts, self.scalar_names):
+            if data and not isinstance(data[0].value, (cst.List, cst.Tuple, *values.COMPREHENSIONS)) and is_derived(
+                data[0].value, self.derived | self._self_call_results(), self.facts
+            ):
+                return Verdict()  # `torch.tensor(self.loss(x, y) * a)`: a tensor where x is, copied there
+            if len(data) == 1 and (values.is_python_scalar(data[0].value, self.facts, self.scalar_names)
+                                   or self._scalar_attribute(data[0].value)):
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
-        found = fate(path, self.facts, self.is_tensor, self.host_tables)
+        found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods)
+        if found.kind == USE and self._returned_and_moved(found):
+            return Verdict()
         if found.kind == USE:
             return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:
             return Verdict()
-        return self._follow(found.name, path)
+        return self._follow(found.name, path, found.one_dim)
 
     def evidence(self, use: Fate) -> tuple[cst.CSTNode, str]:
         """(node, clause) for the use that decides a finding: where the value meets a tensor
@@ -515,16 +716,19 @@ class FunctionValues:
                             self._source_names.setdefault(target.value, first)
         return self._source_names
 
-    def _follow(self, name: str, path) -> "Verdict":
+    def _follow(self, name: str, path, one_dim: bool = False) -> "Verdict":
         """Follow a local name from the statement that binds it to its later uses.
 
         Flow-light: code in a branch exclusive with the binding's (the other arm of its `if`)
         neither uses the value nor ends it."""
         binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.Expr)))
         tracked = set(_bound_names(binding)) or {name}
+        one_dim_names = {name} if one_dim else set()  # those known to hold a 1-dim tensor
         arms = _branch_arms(path)
+        arm_local = self._arm_local_names(path)
         started = False
         first_use = first_meet = None
+        moved = False  # moved before any use
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked names it binds to the value
         for node, node_path in syntax.walk_with_paths(self.node, []):
@@ -532,6 +736,8 @@ class FunctionValues:
                 started = True
                 continue
             if not started or not isinstance(node, cst.Name) or node.value not in tracked or binding in node_path:
+                continue
+            if not _is_variable(node_path):  # `data.face`, `f(face=...)`: another name
                 continue
             if arms and _in_other_arm(node_path, arms):
                 continue
@@ -545,20 +751,101 @@ class FunctionValues:
                 if not tracked:
                     break
                 continue
-            found = fate(node_path, self.facts, self.is_tensor, self.host_tables)
+            found = fate(node_path, self.facts, self.is_tensor, self.host_tables, node.value in one_dim_names,
+                         self.methods)
+            if found.kind == USE and self._returned_and_moved(found):
+                found = Fate(MOVE, found.met)
             if found.kind == MOVE:
+                moved = moved or first_use is None
                 statement = next((n for n in reversed(node_path) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
                 if statement is not None:
                     move_assigns.add(statement)
             elif found.kind == USE:
                 first_use = first_use or found
-                if first_meet is None and self.meets_derived(found.met):
+                if first_meet is None and any(is_derived(e, self.derived - arm_local, self.facts) for e in found.met):
                     first_meet = found
             elif found.kind == ASSIGNED and found.name:
                 bound = set(_bound_names(found.at)) or {found.name}
                 tracked |= bound
+                one_dim_names = one_dim_names - bound | (bound if found.one_dim else set())
                 rebinds[found.at] = bound
-        return Verdict(first_use, first_meet)
+        return Verdict(first_use, first_meet, moved)
+
+    def _scalar_attribute(self, expr: cst.BaseExpression) -> bool:
+        """`self.NAME` where the class assigns NAME only Python scalars (numbers, parameters
+        annotated `int`/`float`/`bool`)."""
+        if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+            return False
+        return expr.attr.value in values.scalar_attributes(
+            [f for defs in self.methods.values() for f in defs], self.facts
+        )
+
+    def _self_call_results(self) -> set:
+        """Local names bound to what `self.f(t)` returns for a tensor t derived from a parameter
+        (a method or a submodule of the same object: its result is a tensor where t is), and to
+        arithmetic on such results. Asked only of the data of `torch.tensor(...)`."""
+        found: set = set()
+        assigns = [n for n in syntax.walk_expressions(self.node.body) if isinstance(n, cst.Assign) and n.value is not None]
+        for _ in range(3):
+            known = self.derived | found
+            for node in assigns:
+                calls = [c for c in syntax.walk(node.value) if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute)
+                         and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"]
+                if any(is_derived(a.value, known, self.facts) or isinstance(a.value, cst.Name) and a.value.value in known
+                       for c in calls for a in syntax.positional(c)):
+                    found.update(t.value for t in assigned_names(node))
+        return found
+
+    def _arm_local_names(self, path) -> set:
+        """Names that the innermost arm of an `if` holding the binding at path binds only to
+        values not derived from a parameter: after the `if`, when this value comes from that
+        arm, so do they (`else: a = torch.ones(n); b = torch.zeros(n)` ... `b + a`), whatever
+        the other arm binds them to."""
+        k = next((k for k in range(len(path) - 2, -1, -1) if isinstance(path[k], cst.If)), None)
+        if k is None:
+            return set()
+        bound: dict[str, bool] = {}
+        for node in syntax.walk_expressions(path[k + 1]):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                for target in assigned_names(node):
+                    plain = not is_derived(node.value, self.derived, self.facts)
+                    bound[target.value] = bound.get(target.value, True) and plain
+        return {name for name, plain in bound.items() if plain}
+
+    def moved_before_use(self, path) -> bool:
+        """Whether the value path[-1] makes (a call's result) is moved before any use."""
+        found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods)
+        if found.kind == MOVE:
+            return True
+        if found.kind != ASSIGNED or not found.name:
+            return False
+        verdict = self._follow(found.name, path, found.one_dim)
+        return verdict.moved and verdict.forward_use is None
+
+    def _returned_and_moved(self, use: Fate) -> bool:
+        """A plain `return v` of a method whose result is moved before use at every call site
+        in its class (`self.kernel(n).repeat(c, 1).to(y)`): the value is moved before use."""
+        if not isinstance(use.at, cst.Return) or use.met or self.name is None:
+            return False
+        if self._returns_moved is None:
+            sites = [
+                (function, path) for function in (f for defs in self.methods.values() for f in defs)
+                for node, path in syntax.walk_with_paths(function, [])
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == self.name and isinstance(node.func.value, cst.Name)
+                and node.func.value.value in ("self", "cls")
+            ]
+            self._returns_moved = False  # recursion guard
+            self._returns_moved = bool(sites) and all(
+                _caller_values(self, function).moved_before_use(path) for function, path in sites
+            )
+        return self._returns_moved
+
+
+def _caller_values(callee: "FunctionValues", function: cst.FunctionDef) -> "FunctionValues":
+    values_of = FunctionValues(function, callee.facts, is_forward=False)
+    values_of.methods, values_of.name = callee.methods, function.name.value
+    return values_of
 
 
 @dataclass
@@ -568,6 +855,7 @@ class Verdict:
 
     forward_use: Optional[Fate] = None
     meeting: Optional[Fate] = None
+    moved: bool = False  # moved before any use
 
 
 def _code(node: cst.CSTNode, limit: int = 40) -> str:
@@ -599,6 +887,17 @@ def _in_other_arm(path: Sequence[cst.CSTNode], arms: dict) -> bool:
         isinstance(node, cst.If) and arms.get(id(node), path[k + 1]) is not path[k + 1]
         for k, node in enumerate(path[:-1])
     )
+
+
+def _is_variable(path: Sequence[cst.CSTNode]) -> bool:
+    """The name at path[-1] names a variable: not an attribute (`data.face`), a keyword
+    (`f(face=v)`) or a parameter's name."""
+    name, parent = path[-1], path[-2] if len(path) > 1 else None
+    if isinstance(parent, cst.Attribute):
+        return parent.value is name
+    if isinstance(parent, cst.Arg):
+        return parent.value is name
+    return not isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName))
 
 
 def _storing_statement(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
@@ -657,7 +956,7 @@ def _climb_to_host_end(function: "FunctionValues", path: Sequence[cst.CSTNode]):
                 method = parent.attr.value
                 if method in _HOST_END_METHODS:
                     return parent.attr
-                if method == "cpu" or method in names.MOVES and not values.is_dtype_only_move(grand, facts):
+                if method == "cpu" or values.is_move(grand, facts):
                     return None
                 i -= 2
                 continue
