@@ -14,7 +14,7 @@ from devlint.facts import FileFacts
 def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False,
                       evidence: frozenset = names.TENSOR_ONLY_MEMBERS) -> list[str]:
     """Parameters that hold tensors, in declaration order (the first used one comes first):
-    annotated `Tensor`, or used with one of the `evidence` members."""
+    annotated `Tensor` (or a container of tensors), or used with one of the `evidence` members."""
     params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
     candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
     if every_parameter:
@@ -36,6 +36,39 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     return [n for n in candidates if n in annotated or n in used]
 
 
+def _not_one_tensor(func: cst.FunctionDef) -> set[str]:
+    """Parameters that may hold tensors but are not one torch tensor, so `X.device` is no
+    device: annotated with anything but a tensor (`list[Tensor]`, a model class,
+    `SparseTensor`), or whose `.device` is called (`adj_t.device()`)."""
+    out = set()
+    for p in syntax.all_params(func.params):
+        if p.annotation is not None and not _names_a_tensor(_unwrap_annotation(p.annotation.annotation, keep_lists=True)):
+            out.add(p.name.value)
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Call) and syntax.method_name(node) == "device" \
+                and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+            out.add(node.func.value.value)
+    return out
+
+
+# Annotations naming a torch tensor (`torch.Tensor`, `Tensor`, and the parameter classes).
+_TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "Parameter"})
+# Subscripted annotations that hold several values (or none), never one tensor.
+_CONTAINER_ANNOTATIONS = frozenset({"list", "List", "tuple", "Tuple", "Sequence", "Iterable", "Iterator", "dict",
+                                    "Dict", "Mapping", "set", "Set", "Callable", "type", "Type"})
+
+
+def _names_a_tensor(annotation: cst.BaseExpression) -> bool:
+    """`Tensor`, `torch.FloatTensor`, and shape-typed tensors (`TensorType[...]`,
+    jaxtyping's `Float[Tensor, "b c"]`); not `list[Tensor]` nor `SparseTensor`."""
+    if isinstance(annotation, cst.Subscript):
+        if syntax.last_name(annotation.value) in _CONTAINER_ANNOTATIONS:
+            return False
+        return syntax.last_name(annotation.value) == "TensorType" or any(
+            isinstance(e.slice, cst.Index) and _names_a_tensor(e.slice.value) for e in annotation.slice)
+    return (syntax.dotted_name(annotation) or "").split(".")[-1] in _TENSOR_ANNOTATIONS
+
+
 def _tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
     """NAME for `torch.is_tensor(NAME)` or `isinstance(NAME, torch.Tensor)`: the function
     expects a tensor there (not `isinstance(NAME, (torch.Tensor, float))`: it may be a number)."""
@@ -51,13 +84,16 @@ def _tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
     return None
 
 
-def _unwrap_annotation(node: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(node, cst.Subscript) and node.slice:  # Optional[Tensor]
+def _unwrap_annotation(node: cst.BaseExpression, keep_lists: bool = False) -> cst.BaseExpression:
+    """The type an annotation names, through `Optional[T]`, `T | None` and quotes; through
+    `list[T]` too unless `keep_lists`."""
+    if isinstance(node, cst.Subscript) and node.slice and (
+            not keep_lists or syntax.last_name(node.value) in ("Optional", "Union")):
         first = node.slice[0].slice
         if isinstance(first, cst.Index):
-            return _unwrap_annotation(first.value)
+            return _unwrap_annotation(first.value, keep_lists)
     if isinstance(node, cst.BinaryOperation):  # Tensor | None
-        return _unwrap_annotation(node.left)
+        return _unwrap_annotation(node.left, keep_lists)
     if isinstance(node, cst.SimpleString):
         value = syntax.string_value(node) or ""
         return cst.Name(value.split(".")[-1]) if value.replace(".", "").isidentifier() else node
@@ -101,7 +137,7 @@ def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFa
     declared = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
     usable = {p.name.value for p in declared if p.default is None or not _is_literal_default(p.default)}
     usable &= stable_parameters(func, params, facts)
-    known = {n for n in tensor_parameters(func, facts) if n in usable}
+    known = {n for n in tensor_parameters(func, facts) if n in usable} - _not_one_tensor(func)
     for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Name) and node.value in known:
             return node.value
