@@ -9,7 +9,8 @@ from devlint import edits, names, syntax
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
-from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate, host_end
+from devlint.analysis.host_ends import host_end
+from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}
@@ -77,7 +78,7 @@ class FactoryWithoutDevice(Rule):
                     continue
                 if param is ...:
                     param = function.first_used_param()
-                ends = host_end(function, path) if param else None
+                ends = host_end(node, call, self.facts) if param else None
                 message, fix = _message(call, source, param, ends), _fix(call, source, param, ends, path)
                 self.report(call.func, message, fix, related=related)
 

@@ -588,7 +588,6 @@ class FunctionValues:
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
-        self._occurrences: Optional[list] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
         self._returns_moved: Optional[bool] = None
@@ -609,15 +608,6 @@ class FunctionValues:
         if self._scalar_names is None:
             self._scalar_names = values.scalar_names(self.node, self.facts)
         return self._scalar_names
-
-    def name_occurrences(self) -> list:
-        """(name, path) for every name in the function, in evaluation order."""
-        if self._occurrences is None:
-            self._occurrences = [
-                (node.value, path) for node, path in syntax.walk_with_paths(self.node, [])
-                if isinstance(node, cst.Name) and _is_variable(path)
-            ]
-        return self._occurrences
 
     def host_names(self) -> frozenset:
         """Local names bound only to host values (`arr = x.cpu().numpy()`, `torch.from_numpy(...)`)."""
@@ -912,90 +902,3 @@ def _storing_statement(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
     if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor)):
         return parent if parent.target is target else None
     return parent if isinstance(parent, cst.Del) else None
-
-
-# --- host ends: where a value's uses need it on the host ------------------------------------
-# Methods that end on the host: on a device tensor `.numpy()` raises, and the others turn a
-# host computation into a device round trip.
-_HOST_END_METHODS = frozenset({"numpy", "tolist", "item"})
-
-
-def host_end(function: "FunctionValues", path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
-    """Where the value made by path[-1] reaches a host end, with no `.cpu()` between: `.numpy()`,
-    `.tolist()`, `.item()`, the test of an `if`/`while`, what a `for` or `range(...)` iterates,
-    an index into a CPU tensor; followed through the local names it is bound to (their reads
-    after the binding). None when it reaches none."""
-    occurrences = function.name_occurrences()
-    pending, carriers = [path], set()
-    while pending:
-        found = _climb_to_host_end(function, pending.pop())
-        if isinstance(found, tuple):  # bound to local names: follow their later reads
-            statement, bound = found
-            new = [n for n in bound if n not in carriers]
-            carriers.update(new)
-            inside = [k for k, (_, p) in enumerate(occurrences) if statement in p]
-            start = max(inside) + 1 if inside else len(occurrences)
-            pending.extend(
-                p for name, p in occurrences[start:] if name in new and _storing_statement(p) is None
-            )
-        elif found is not None:
-            return found
-    return None
-
-
-def _climb_to_host_end(function: "FunctionValues", path: Sequence[cst.CSTNode]):
-    """Climb from path[-1] through what keeps the value where it is; returns the host end met,
-    (statement, names) when the value is bound to local names, or None."""
-    facts = function.facts
-    i = len(path) - 1
-    while i > 0:
-        cur, parent = path[i], path[i - 1]
-        grand = path[i - 2] if i >= 2 else None
-        if isinstance(parent, cst.Attribute) and parent.value is cur:
-            if isinstance(grand, cst.Call) and grand.func is parent:
-                method = parent.attr.value
-                if method in _HOST_END_METHODS:
-                    return parent.attr
-                if method == "cpu" or values.is_move(grand, facts):
-                    return None
-                i -= 2
-                continue
-            if parent.attr.value in names.TENSOR_VIEW_ATTRIBUTES:
-                i -= 1
-                continue
-            return None
-        if isinstance(parent, cst.Subscript) and parent.value is cur:
-            i -= 1
-            continue
-        if isinstance(parent, (cst.Index, cst.Slice)):
-            subscript = next((n for n in reversed(path[: i - 1]) if isinstance(n, cst.Subscript)), None)
-            return subscript if subscript is not None and function.is_host_tensor(subscript.value) else None
-        if isinstance(parent, (cst.If, cst.While)) and parent.test is cur:
-            return cur
-        if isinstance(parent, cst.IfExp):
-            if parent.test is cur:
-                return cur
-            i -= 1
-            continue
-        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is cur:
-            return cur
-        if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation,
-                               cst.BooleanOperation)):
-            i -= 1
-            continue
-        if isinstance(parent, (cst.Element, cst.StarredElement)) and isinstance(grand, (cst.List, cst.Tuple)):
-            i -= 2
-            continue
-        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            if isinstance(grand.func, cst.Name) and grand.func.value == "range" and facts.resolve(grand.func) is None:
-                return cur
-            if (facts.resolve(grand.func) or "").startswith("torch."):
-                i -= 2
-                continue
-            return None
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur:
-            bound = _bound_names(parent)
-            return (parent, bound) if bound else None
-        return None
-    return None
-
