@@ -982,6 +982,40 @@ def test_dev012_fix_is_withheld_at_host_ends_and_where_it_would_move_nothing():
         torch.arange(3, device=torch.empty(0, device="meta").device).tolist()
 
 
+# DEV012: no fix on a receiver made from `x` by code that keeps its device (`torch.cat` of it,
+# a name computed from it, `x.new_zeros`): `x.device` would move nothing; another input keeps it
+DERIVED = '''\
+import torch
+from torch import nn
+
+
+class Joiner(nn.Module):
+    def __init__(self, dim, device="cpu"):
+        super().__init__()
+        self.proj = nn.Linear(2 * dim, dim, device=device)
+        self.device = device
+
+    def forward(self, x, y):
+        xy = torch.cat([x, y], dim=-1).to(self.device)
+        std = (1 + torch.sigmoid(x)).to(self.device)
+        pad = x.new_zeros(x.shape, device=self.device)
+        other = y.to(self.device)
+        return self.proj(xy) + std + pad + other
+'''
+
+
+def test_dev012_no_fix_on_a_receiver_derived_from_the_input():
+    found = findings(DERIVED, "DEV012")
+    assert len(found) == 4
+    assert [f.fix is None for f in found] == [True, True, True, False]
+    assert all("next(self.parameters()).device" in f.message for f in found[:3])
+    result = fix(DERIVED, unsafe=True)
+    assert "other = y.to(x.device)" in result.text and "torch.cat([x, y], dim=-1).to(self.device)" in result.text
+    namespace = load_source(result.text)
+    out = namespace["Joiner"](3)(torch.randn(2, 3), torch.randn(2, 3))  # the fixed code still runs
+    assert out.shape == (2, 3)
+
+
 # --------------------------------------------------------------------------------------------
 # DEV003: `device=X.device` puts the new tensor where X is; it is withheld where the value's
 # uses reach a host end (`.tolist()`, `.numpy()`, `.item()`, ...) with no `.cpu()` between

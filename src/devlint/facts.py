@@ -256,7 +256,7 @@ class FileFacts:
             return decided[id(info)]
         seen = seen | {id(info)}
         kind = _strongest([self._base_kind(base, by_name, seen, decided) for base in info.base_names])
-        if kind == UNKNOWN and "forward" in info.methods:
+        if kind == UNKNOWN and "forward" in info.methods and not _skips_base_init(info):
             kind = MODULE  # a `forward` over a base of unknown kind
         decided[id(info)] = kind
         return kind
@@ -297,6 +297,18 @@ NOT_MODULE, UNKNOWN, MODULE, OTHER_FRAMEWORK = "not-module", "unknown", "module"
 _STRENGTH = {NOT_MODULE: 0, UNKNOWN: 1, MODULE: 2, OTHER_FRAMEWORK: 3}
 # Base names of torch objects that are not modules but have `load_state_dict`, `state_dict`...
 TORCH_OBJECT_BASE_SUFFIXES = ("Optimizer", "Scheduler", "LR", "Scaler")
+
+
+def _skips_base_init(info: ClassInfo) -> bool:
+    """Whether the class defines `__init__` and it never calls a base's (`super().__init__()`,
+    `Base.__init__(self)`): an `nn.Module` sets up its tables there, so such a class cannot be a
+    working module (calling it, or its `.to()`, raises AttributeError). PyG's `BaseTransform`
+    subclasses with a `forward` are the common case."""
+    inits = info.methods.get("__init__", ())
+    return bool(inits) and not any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "__init__"
+        for init in inits for n in syntax.walk(init.body)
+    )
 
 
 def _strongest(kinds: list[str]) -> str:

@@ -3,7 +3,8 @@ which hold CPU tensors made without `device=`. Shared by DEV007 and DEV008.
 
 A statement-order scan of one function body (or a script's module level); it never guesses:
 a name is placed only by what this scope did to it (`m.cuda()`, `m.to(device)`,
-`m = torch.load(p)`), and a name reassigned to anything else is forgotten. The traversal
+`m = torch.load(p)` of a file this process did not write), and a name reassigned to anything
+else is forgotten. The traversal
 records the scope's calls, bindings and expression statements in evaluation order; the scan
 replays them when a rule asks for it at the scope's end: nothing is walked again.
 """
@@ -15,7 +16,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from devlint import names, syntax
-from devlint.analysis import values
+from devlint.analysis import round_trips, values
 from devlint.analysis.values import Placement, ValueModel
 from devlint.analysis.base import Analysis
 from devlint.base import FrameState
@@ -289,6 +290,7 @@ class ScopeScan:
                 self.modules.add(name)
         elif call is not None and qualified in names.LOADERS and not (
             syntax.keyword(call, "map_location") or len(syntax.positional(call)) > names.LOADERS[qualified]
+            or round_trips.round_trip(call, self.root)  # what this process wrote comes back where it was
         ):
             self.placed[name] = Placement(None, at=call)
             self.modules.add(name)

@@ -5,6 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
+from devlint.analysis import round_trips
 from devlint.base import SAFE, UNSAFE, NodeFix, Rule
 
 
@@ -27,7 +28,10 @@ class LoadWithoutMapLocation(Rule):
             return
         if len(syntax.positional(node)) > slot:
             return
-        if self._saved_here(node) or self._in_temporary_folder(node):
+        # A file or buffer this process wrote (a test's round trip, a cache in a temporary folder,
+        # a deep copy through memory): its tensors come back where they were saved.
+        frame = self.ctx.function
+        if round_trips.round_trip(node, frame.node if frame is not None else self.ctx.ancestors[0]):
             return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
         # them to the CPU changes nothing else. Elsewhere they used to land on the GPU; inside
@@ -82,71 +86,6 @@ class LoadWithoutMapLocation(Rule):
         return frame is not None and frame.method == "__setstate__"
 
 
-    def _in_temporary_folder(self, load: cst.Call) -> bool:
-        """Whether the loaded path lies in a folder this run made (`tmp_path / "model.pt"`): the
-        file in it was written on this machine, so its tensors come back where they were."""
-        path = _path_argument(load)
-        frame = self.ctx.function
-        return path is not None and frame is not None and _mentions(path, _temporary_folders(frame.node))
-
-    def _saved_here(self, load: cst.Call) -> bool:
-        """Whether the same function (or the module's top level) saves to the path or in-memory
-        buffer it loads (`torch.save(obj, p)`, `fabric.save(p, ...)`, `with incremental_save(p)`;
-        `torch.save(obj, buf)` then `torch.load(buf)` or `torch.load(io.BytesIO(buf.getvalue()))`)
-        before the load can run: earlier in its text, or later where the save cannot follow the
-        load in one run (a cache's other branch, a loop's earlier pass). This process wrote it,
-        so its tensors come back where they were."""
-        path = _path_argument(load)
-        if path is None:
-            return False
-        path = _unwrap_path(path)
-        frame = self.ctx.function
-        # in a function, its nested functions too (a handler that saves); at the top level, not
-        # the functions, whose names are their own
-        root = frame.node if frame is not None else self.ctx.ancestors[0]
-        parents: dict[int, cst.CSTNode] = {}
-        stack, after_load = [root], False
-        while stack:
-            node = stack.pop()
-            if node is load:
-                after_load = True
-            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
-                if any(_unwrap_path(arg.value).deep_equals(path) for arg in node.args):
-                    if not after_load or _cannot_follow(load, node, parents):
-                        return True
-            if frame is None and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
-                continue
-            children = syntax.children(node)
-            for child in children:
-                parents[id(child)] = node
-            stack.extend(reversed(children))
-        return False
-
-
-def _cannot_follow(load: cst.CSTNode, save: cst.CSTNode, parents: dict) -> bool:
-    """Whether a save later in the text than the load cannot run after it in the same pass: the
-    two stand in different arms of an `if` or `try`, or the load's statement leaves the
-    function (`return`, `raise`) before the save. A save that follows the load in one pass (a
-    resumed run writing its checkpoint back) writes over a file that may come from elsewhere."""
-    def chain(node):
-        out = [node]
-        while id(out[-1]) in parents:
-            out.append(parents[id(out[-1])])
-        return out[::-1]  # from the root down
-
-    load_chain, save_chain = chain(load), chain(save)
-    depth = 0
-    while depth < min(len(load_chain), len(save_chain)) and load_chain[depth] is save_chain[depth]:
-        depth += 1
-    common = load_chain[depth - 1]
-    if isinstance(common, (cst.If, cst.Try, cst.TryStar)):
-        return True  # body and orelse, or body and a handler: one or the other runs
-    if depth < len(load_chain):
-        branch = load_chain[depth]  # the statement (in the common block) that holds the load
-        return any(isinstance(n, (cst.Return, cst.Raise)) for n in syntax.walk_expressions(branch))
-    return False
-
-
 def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode]]:
     """The path from scope down to the one mention of target's name in it besides target
     itself (nested functions, `global` and `nonlocal` included); None when there are more, or none."""
@@ -180,51 +119,6 @@ def _climb_subscripts(path) -> int:
     while i > 0 and isinstance(path[i - 1], cst.Subscript) and path[i - 1].value is path[i]:
         i -= 1
     return i
-
-
-TEMPORARY_FOLDER_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
-
-
-def _path_argument(load: cst.Call) -> Optional[cst.BaseExpression]:
-    args = syntax.positional(load)
-    return args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
-
-
-def _mentions(expr: cst.BaseExpression, names_: set[str]) -> bool:
-    return any(isinstance(n, cst.Name) and n.value in names_ for n in syntax.walk_expressions(expr))
-
-
-def _temporary_folders(function: cst.FunctionDef) -> set[str]:
-    """Names in function that hold a folder this run made: pytest's `tmp_path`-style fixtures,
-    `tempfile.mkdtemp()` / `TemporaryDirectory()` results, and paths built from them."""
-    folders = {name for name in syntax.param_names(function.params) if name in TEMPORARY_FOLDER_FIXTURES}
-    bindings = []
-    for node in syntax.walk_expressions(function.body):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            bindings.append((node.targets[0].target.value, node.value))
-        elif isinstance(node, cst.WithItem) and node.asname is not None and isinstance(node.asname.name, cst.Name):
-            bindings.append((node.asname.name.value, node.item))
-    for _ in range(2):  # a second pass for names built from names bound later in the text
-        for name, value in bindings:
-            made_here = isinstance(value, cst.Call) and syntax.last_name(value.func) in ("mkdtemp", "TemporaryDirectory")
-            if made_here or _mentions(value, folders):
-                folders.add(name)
-    return folders
-
-
-def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`; the buffer under
-    `io.BytesIO(buf.getvalue())` (a copy of what was written into `buf`)."""
-    while isinstance(expr, cst.Call) and len(expr.args) <= 1:
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("as_posix", "getvalue", "getbuffer") and not expr.args:
-            expr = expr.func.value
-        elif syntax.last_name(expr.func) == "BytesIO" and expr.args and not expr.args[0].keyword:
-            expr = expr.args[0].value
-        elif syntax.last_name(expr.func) in ("str", "fspath", "Path") and expr.args and not expr.args[0].keyword:
-            expr = expr.args[0].value
-        else:
-            break
-    return expr
 
 
 def loaded_into_load_state_dict(path, copies: bool = False) -> Optional[cst.Call]:

@@ -59,6 +59,11 @@ class HardcodedCudaString(Rule):
             return  # `device == torch.device("cuda")`, `MSG.format(device="cuda:0")`
         if self._in_default_device():
             return  # `torch.set_default_device("cuda")`: DEV011 reports it
+        frame = self.ctx.function
+        if frame is not None and frame.node.name.value == "cuda":
+            return  # implementing `.cuda()` (as DEV001 and DEV011 spare it): the caller asked for CUDA
+        if _name_places_nothing(path, i):
+            return  # `def f(device="cuda")` never reading `device`; a name only formatted into text
         cuda_guards = self.ctx[CudaGuards]
         raised = self._raised_without_cuda(path, i, ordinal=shown is None)
         if cuda_guards.is_guarded(placement_expressions_guard=False) or (raised and cuda_guards.caught(raised)):
@@ -165,6 +170,60 @@ def _places_nothing(path, j: int) -> bool:
     if isinstance(parent, cst.Arg) and j > 1 and isinstance(path[j - 2], cst.Call):
         return syntax.last_name(path[j - 2].func) in TEXT_CALLS
     return False
+
+
+def _name_places_nothing(path, i: int) -> bool:
+    """Whether path[i] is a parameter's default or the value of a local name (in a function)
+    whose reads all place nothing: there are none (`def __init__(self, device="cuda")` that never
+    reads `device`), or each is compared or formatted into text (`f"self_{device_str}_memory"`).
+    A `global`/`nonlocal` name, or a function calling `locals()` / `vars()`, keeps the finding."""
+    value, parent = path[i], path[i - 1] if i > 0 else None
+    if isinstance(parent, cst.Param) and parent.default is value:
+        if not (i > 2 and isinstance(path[i - 2], cst.Parameters) and isinstance(path[i - 3], cst.FunctionDef)):
+            return False  # a lambda's parameter
+        function, name = path[i - 3], parent.name.value
+    elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is value:
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        function = next((n for n in reversed(path[:i]) if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        if len(targets) != 1 or not isinstance(targets[0], cst.Name) or not isinstance(function, cst.FunctionDef):
+            return False
+        name = targets[0].value
+    else:
+        return False
+    for read in _reads(function.body, name):
+        if read is None or not _places_nothing(read, len(read) - 1):
+            return False
+    return True
+
+
+def _reads(body: cst.CSTNode, name: str):
+    """The paths (from body down) to each read of `name` in body, nested functions included;
+    None for a `global`/`nonlocal` statement naming it or a call of `locals()` / `vars()`."""
+    stack = [[body]]
+    while stack:
+        path = stack.pop()
+        node = path[-1]
+        parent = path[-2] if len(path) > 1 else None
+        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == name for n in node.names):
+            yield None
+        elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) in ("locals", "vars") and not node.args:
+            yield None
+        elif isinstance(node, cst.Name) and node.value == name and not _not_a_read(node, parent):
+            yield path
+        for child in reversed(syntax.children(node)):
+            stack.append(path + [child])
+
+
+def _not_a_read(node: cst.Name, parent) -> bool:
+    """A binding, an attribute's name or a keyword: not a read of the name."""
+    return (
+        (isinstance(parent, cst.AssignTarget) and parent.target is node)
+        or (isinstance(parent, cst.AnnAssign) and parent.target is node)
+        or (isinstance(parent, cst.Attribute) and parent.attr is node)
+        or (isinstance(parent, cst.Arg) and parent.keyword is node)
+        or (isinstance(parent, cst.Param) and parent.name is node)
+        or isinstance(parent, (cst.FunctionDef, cst.ClassDef))
+    )
 
 
 def _names_device(target: cst.BaseExpression) -> bool:

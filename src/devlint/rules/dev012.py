@@ -121,7 +121,7 @@ class StaleDeviceAttribute(Rule):
                 param = first_used_param(func, params, self.facts)
             related = [(attribute.init_targets[0], f"`self.{name}` is set in `__init__`")]
             fix, hint, ending = None, "the device of an input (`x.device`)", None
-            if param is not None and _moves_itself(call, param):
+            if param is not None and _moves_itself(call, param, frame.node, self.facts):
                 # `x.to(x.device)` would move nothing: the device has to come from the module's weights
                 hint = f"the device of the module's own weights (`next(self.parameters()).device`), not `{param}.device`"
             elif param is not None:
@@ -240,21 +240,84 @@ def _self_name(expr: cst.BaseExpression, self_name: str) -> Optional[str]:
     return None
 
 
-def _moves_itself(call: cst.Call, param: str) -> bool:
-    """`x.to(self.device)` (or `x.float().to(...)`, `x[0].to(...)`) with x the parameter whose
-    device the fix would use: `x.to(x.device)` moves nothing."""
+def _moves_itself(call: cst.Call, param: str, function: cst.FunctionDef, facts) -> bool:
+    """Whether the fix would place `call`'s result where it already is: the call moves or makes
+    a tensor from a receiver that lies on `param`'s device (`x.to(self.device)`,
+    `torch.cat([x, y]).to(...)`, `x.new_zeros(n, device=...)`, `torch.zeros_like(x, device=...)`),
+    so `x.device` in place of `self.device` moves nothing."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value != "to":
+    if isinstance(func, cst.Attribute) and (func.attr.value == "to" or func.attr.value in NEW_METHODS):
+        receiver = func.value
+    elif (facts.resolve(func) or "").startswith("torch.") and (facts.resolve(func) or "").endswith("_like"):
+        first = syntax.positional(call)[:1]
+        if not first:
+            return False
+        receiver = first[0].value
+    else:
         return False
-    receiver = func.value
-    while True:
-        if isinstance(receiver, cst.Call):
-            receiver = receiver.func
-        elif isinstance(receiver, (cst.Attribute, cst.Subscript)):
-            receiver = receiver.value
-        else:
+    return _on_device_of(receiver, param, call, function, facts, set())
+
+
+# Attributes and methods of a tensor that are not a tensor on its device (its size, its kind).
+_METADATA = frozenset({
+    "shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "size", "dim", "numel",
+    "nelement", "item", "tolist", "numpy", "stride", "element_size", "get_device", "data_ptr", "cpu",
+})
+
+
+def _on_device_of(expr: cst.BaseExpression, param: str, at: cst.CSTNode, function: cst.FunctionDef,
+                  facts, seen: set) -> bool:
+    """Whether expr is a tensor made from `param` by code that keeps its device: `param` itself, a
+    subscript or a method of one (`x[0]`, `x.float()`, `x.new_zeros(n)`, `x.data.new(...)`, not
+    `x.shape` or `x.cpu()`), arithmetic with one, a torch function of one (`torch.cat([x, y])`,
+    `torch.sigmoid(x)`), a list of one, or a local name last bound, before `at`, to such a value."""
+    def on(e):
+        return _on_device_of(e, param, at, function, facts, seen)
+
+    if isinstance(expr, cst.Name):
+        if expr.value == param:
+            return True
+        if expr.value in seen:
+            return False
+        seen.add(expr.value)
+        value = _last_binding(function, expr.value, at)
+        return value is not None and on(value)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value not in _METADATA and on(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return on(expr.value)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        qualified = facts.resolve(func)
+        if qualified is not None:
+            return qualified.startswith("torch.") and any(on(a.value) for a in expr.args)
+        if isinstance(func, cst.Attribute):
+            return func.attr.value not in _METADATA and on(func.value)
+        return False
+    if isinstance(expr, cst.BinaryOperation):
+        return on(expr.left) or on(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return on(expr.expression)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(not isinstance(e, cst.StarredElement) and on(e.value) for e in expr.elements)
+    return False
+
+
+def _last_binding(function: cst.FunctionDef, name: str, at: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The value of the last `name = value` in function's text before `at` (and not holding it)."""
+    found = None
+    for node in syntax.walk_expressions(function.body):
+        if node is at:
             break
-    return isinstance(receiver, cst.Name) and receiver.value == param
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets) and not _holds(node, at):
+                found = node.value
+    return found
+
+
+def _holds(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    return any(n is inner for n in syntax.walk_expressions(node))
 
 
 def _is_parallel_wrapper(facts, node: cst.ClassDef, seen: set) -> bool:

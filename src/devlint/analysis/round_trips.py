@@ -1,0 +1,149 @@
+"""Round trips: a `torch.load(...)` of a file or buffer this same process wrote, so that its
+tensors come back where they were saved. Shared by DEV002 (no `map_location` needed) and the
+scope scan (such a load places nothing on an accelerator: DEV007, DEV008)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint import syntax
+
+TEMPORARY_FOLDER_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+
+
+def round_trip(load: cst.Call, root: cst.CSTNode) -> bool:
+    """Whether `load` (a loader call in root, a function or the module) reads what this process
+    wrote: see `saved_here` and `in_temporary_folder`."""
+    return saved_here(load, root) or in_temporary_folder(load, root)
+
+
+def path_argument(load: cst.Call) -> Optional[cst.BaseExpression]:
+    args = syntax.positional(load)
+    return args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)
+
+
+def in_temporary_folder(load: cst.Call, root: cst.CSTNode) -> bool:
+    """Whether the loaded path lies in a folder this run made (`tmp_path / "model.pt"`), in a
+    function: the file in it was written on this machine, so its tensors come back where they were."""
+    path = path_argument(load)
+    return path is not None and isinstance(root, cst.FunctionDef) and _mentions(path, _temporary_folders(root))
+
+
+def saved_here(load: cst.Call, root: cst.CSTNode) -> bool:
+    """Whether root (a function, its nested functions included; or the module's top level, not
+    its functions) saves to the path or in-memory buffer `load` reads (`torch.save(obj, p)`,
+    `fabric.save(p, ...)`, `fs.torch_save(obj, p)`, `with incremental_save(p)`; `torch.save(obj,
+    buf)` then `torch.load(buf)` or `torch.load(io.BytesIO(buf.getvalue()))`) before the load can
+    run: earlier in its text, or later where the save cannot follow the load in one run (a cache's
+    other branch, a loop's earlier pass). A local name stands for the expression it was last
+    bound to before it is read (`f = osp.join(d, "x.pt")` ... `path = osp.join(d, "x.pt")`: the
+    same path). This process wrote it, so its tensors come back where they were."""
+    path = path_argument(load)
+    if path is None:
+        return False
+    top_level = isinstance(root, cst.Module)
+    parents: dict[int, cst.CSTNode] = {}
+    order: dict[int, int] = {}
+    bindings: dict[str, list[tuple[int, cst.BaseExpression]]] = {}
+    saves: list[cst.Call] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        order[id(node)] = len(order)
+        if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
+            saves.append(node)
+        target, value = _binding(node)
+        if target is not None:
+            bindings.setdefault(target, []).append((len(order), value))
+        if top_level and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+            continue
+        children = syntax.children(node)
+        for child in children:
+            parents[id(child)] = node
+        stack.extend(reversed(children))
+
+    def resolved(expr: cst.BaseExpression, at: cst.CSTNode) -> cst.BaseExpression:
+        expr = _unwrap_path(expr)
+        if isinstance(expr, cst.Name):
+            before = [value for i, value in bindings.get(expr.value, ()) if i <= order[id(at)]]
+            if before:  # the binding last in the text before the read
+                return _unwrap_path(before[-1])
+        return expr
+
+    wanted = resolved(path, load)
+    for save in saves:
+        if any(resolved(arg.value, arg).deep_equals(wanted) for arg in save.args):
+            if order[id(save)] < order[id(load)] or _cannot_follow(load, save, parents):
+                return True
+    return False
+
+
+def _binding(node: cst.CSTNode) -> tuple[Optional[str], Optional[cst.BaseExpression]]:
+    """`name = value` or `name: T = value`: (name, value); else (None, None)."""
+    if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+        return node.targets[0].target.value, node.value
+    if isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
+        return node.target.value, node.value
+    return None, None
+
+
+def _cannot_follow(load: cst.CSTNode, save: cst.CSTNode, parents: dict) -> bool:
+    """Whether a save later in the text than the load cannot run after it in the same pass: the
+    two stand in different arms of an `if` or `try`, or the load's statement leaves the
+    function (`return`, `raise`) before the save. A save that follows the load in one pass (a
+    resumed run writing its checkpoint back) writes over a file that may come from elsewhere."""
+    def chain(node):
+        out = [node]
+        while id(out[-1]) in parents:
+            out.append(parents[id(out[-1])])
+        return out[::-1]  # from the root down
+
+    load_chain, save_chain = chain(load), chain(save)
+    depth = 0
+    while depth < min(len(load_chain), len(save_chain)) and load_chain[depth] is save_chain[depth]:
+        depth += 1
+    common = load_chain[depth - 1]
+    if isinstance(common, (cst.If, cst.Try, cst.TryStar)):
+        return True  # body and orelse, or body and a handler: one or the other runs
+    if depth < len(load_chain):
+        branch = load_chain[depth]  # the statement (in the common block) that holds the load
+        return any(isinstance(n, (cst.Return, cst.Raise)) for n in syntax.walk_expressions(branch))
+    return False
+
+
+def _mentions(expr: cst.BaseExpression, names_: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names_ for n in syntax.walk_expressions(expr))
+
+
+def _temporary_folders(function: cst.FunctionDef) -> set[str]:
+    """Names in function that hold a folder this run made: pytest's `tmp_path`-style fixtures,
+    `tempfile.mkdtemp()` / `TemporaryDirectory()` results, and paths built from them."""
+    folders = {name for name in syntax.param_names(function.params) if name in TEMPORARY_FOLDER_FIXTURES}
+    bindings = []
+    for node in syntax.walk_expressions(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            bindings.append((node.targets[0].target.value, node.value))
+        elif isinstance(node, cst.WithItem) and node.asname is not None and isinstance(node.asname.name, cst.Name):
+            bindings.append((node.asname.name.value, node.item))
+    for _ in range(2):  # a second pass for names built from names bound later in the text
+        for name, value in bindings:
+            made_here = isinstance(value, cst.Call) and syntax.last_name(value.func) in ("mkdtemp", "TemporaryDirectory")
+            if made_here or _mentions(value, folders):
+                folders.add(name)
+    return folders
+
+
+def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`; the buffer under
+    `io.BytesIO(buf.getvalue())` (a copy of what was written into `buf`)."""
+    while isinstance(expr, cst.Call) and len(expr.args) <= 1:
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("as_posix", "getvalue", "getbuffer") and not expr.args:
+            expr = expr.func.value
+        elif syntax.last_name(expr.func) == "BytesIO" and expr.args and not expr.args[0].keyword:
+            expr = expr.args[0].value
+        elif syntax.last_name(expr.func) in ("str", "fspath", "Path") and expr.args and not expr.args[0].keyword:
+            expr = expr.args[0].value
+        else:
+            break
+    return expr
