@@ -114,6 +114,23 @@ def test_expressions_nested_500_deep(tmp_path, name):
     assert len(found) == 1 and found[0].startswith("deep.py:3:") and found[0].endswith(": DEV002")
 
 
+@pytest.mark.parametrize("name", list(NESTED))
+def test_expressions_nested_500_deep_in_a_module_class(tmp_path, name):
+    # where the value analyses look: an attribute set in `__init__`, a value in `forward`
+    code = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self, t):\n        super().__init__()\n"
+        f"        self.y = {NESTED[name]}\n\n"
+        "    def forward(self, t):\n"
+        f"        y = {NESTED[name]}\n        return y + self.y\n"
+    )
+    project(tmp_path, {"deep.py": code})
+    r = devlint(".", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (1, "")
+    found = [line for line in finding_lines(r.stdout) if line.startswith("deep.py")]
+    assert [line.split(":")[1] for line in found if line.endswith(": DEV002")] == ["8", "11"]
+
+
 def test_blocks_nested_as_deep_as_python_allows(tmp_path):
     depth = 98  # Python's tokenizer stops at 100 levels of indentation
     lines = ["import torch"] + [" " * i + "if x:" for i in range(depth)] + [" " * depth + f"y = {LOAD}"]

@@ -101,13 +101,32 @@ def check_data(
     try:
         try:
             return _check_data(data, path, settings, display, fix, baseline)
-        except RecursionError:  # deeply nested code: libcst parses and prints recursively
+        except Exception as exc:  # noqa: BLE001 - re-raised unless deep nesting caused it
+            # deeply nested code: libcst parses and prints recursively (and its position
+            # recorder turns the RecursionError into a KeyError on the way out)
+            if not _from_recursion(exc):
+                raise
             return _on_a_deep_stack(_check_data, data, path, settings, display, fix, baseline)
-    except RecursionError:
-        return FileReport(path, display or str(path)).fail(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
     except Exception as exc:  # noqa: BLE001 - a bug in devlint must not stop the run or cost the other files
-        message = f"internal error: {type(exc).__name__}: {exc}".rstrip(": ")
+        if _from_recursion(exc):
+            return FileReport(path, display or str(path)).fail(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+        try:
+            detail = str(exc)
+        except RecursionError:  # the message itself is too deep to print (a node's repr)
+            detail = ""
+        message = f"internal error: {type(exc).__name__}: {detail}".rstrip(": ")
         return FileReport(path, display or str(path)).fail(f"{message} (a devlint bug: please report it with this file)")
+
+
+def _from_recursion(exc: BaseException) -> bool:
+    """Whether exc is a RecursionError or was raised while handling one."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, RecursionError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 DEEP_RECURSION_LIMIT = 20_000

@@ -216,29 +216,34 @@ class ValueModel:
         return self.of(expr.value)
 
     def _binary(self, expr: cst.BinaryOperation) -> Value:
-        return self._on_host(_either(self.of(expr.left), self.of(expr.right)), expr.left, expr.right)
+        left, right = self.of(expr.left), self.of(expr.right)
+        return self._on_host(_either(left, right), (expr.left, left), (expr.right, right))
 
-    def _on_host(self, value: Value, *operands: cst.BaseExpression) -> Value:
-        """`value` placed on the host when every operand is a host value or a Python scalar."""
+    def _on_host(self, value: Value, *operands: tuple[cst.BaseExpression, Value]) -> Value:
+        """`value` placed on the host when every operand (an expression and what it holds,
+        computed once by the caller: a chain `a + b + ...` must not be walked again at each
+        level) is a host value or a Python scalar."""
         if value.place is not None:
             return value
-        if operands and all(
-            self.of(o).place == HOST or is_python_scalar(o, self.facts) for o in operands
-        ) and any(self.of(o).place == HOST for o in operands):
+        if operands and any(v.place == HOST for _, v in operands) and all(
+            v.place == HOST or is_python_scalar(o, self.facts) for o, v in operands
+        ):
             return Value(value.kind, HOST)
         return value
 
     def _comparison(self, expr: cst.Comparison) -> Value:
         """`x == 1` is a bool tensor where x is (its kind is not followed)."""
-        operands = [self.of(expr.left), *(self.of(t.comparator) for t in expr.comparisons)]
-        value = Value(None, PARAMETERS if any(v.place == PARAMETERS for v in operands) else None)
-        return self._on_host(value, expr.left, *(t.comparator for t in expr.comparisons))
+        exprs = [expr.left, *(t.comparator for t in expr.comparisons)]
+        operands = [(e, self.of(e)) for e in exprs]
+        value = Value(None, PARAMETERS if any(v.place == PARAMETERS for _, v in operands) else None)
+        return self._on_host(value, *operands)
 
     def _unary(self, expr: cst.UnaryOperation) -> Value:
         return self.of(expr.expression)
 
     def _conditional(self, expr: cst.IfExp) -> Value:
-        return self._on_host(_either(self.of(expr.body), self.of(expr.orelse)), expr.body, expr.orelse)
+        body, orelse = self.of(expr.body), self.of(expr.orelse)
+        return self._on_host(_either(body, orelse), (expr.body, body), (expr.orelse, orelse))
 
     def _display(self, expr) -> Value:
         """A list, tuple, set or dict literal: a container when it holds a tensor."""
