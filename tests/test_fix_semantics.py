@@ -1,5 +1,5 @@
-"""The DEV004, DEV009 and DEV002 fixes are right, not just well-formed: real modules built with torch
-before and after each fix behave as the rules promise.
+"""Every fix kind is right, not just well-formed: real modules built with torch before and after
+each fix behave as the rules promise.
 
 Every source is fixed with the library's own fixer, then both versions are executed and the
 resulting modules, checkpoints and loaders are compared with real torch (CPU only: the "meta"
@@ -1115,3 +1115,56 @@ def test_dev011_fixed_calls_run_where_the_originals_raise():
     with pytest.raises(RuntimeError, match="none is available"):
         torch.accelerator.synchronize()
     assert not [f for f in _check_for((2, 6))(result.text) if f.code == "DEV011"]
+
+
+# --------------------------------------------------------------------------------------------
+# DEV001, DEV005, DEV008: the fixed code runs where the original raises, and computes the same
+# --------------------------------------------------------------------------------------------
+
+HARDCODED = '''\
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def embed(x):
+    return x.cuda() * 2
+
+
+def make(n):
+    return torch.zeros(n, device="cuda")
+
+
+def place(model):
+    return model.to("cuda")
+
+
+def predict(model, x):
+    model = model.to(device)
+    with torch.no_grad():
+        out = model(x.to(device))
+    return out.numpy()
+'''
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the originals raise only where CUDA is missing")
+def test_dev001_dev005_dev008_fixed_code_runs_on_the_cpu_and_follows_the_device_name():
+    assert codes(findings(HARDCODED)) == ["DEV001", "DEV005", "DEV005", "DEV008"]
+    result = fix(HARDCODED, unsafe=True)
+    assert codes(result.fixed) == ["DEV001", "DEV005", "DEV005", "DEV008"] and not result.remaining
+    before, after = load_source(HARDCODED), load_source(result.text)
+    x, model = torch.randn(3), nn.Linear(3, 2)
+
+    for call in (lambda ns: ns["embed"](x), lambda ns: ns["make"](4), lambda ns: ns["place"](model)):
+        with pytest.raises((AssertionError, RuntimeError)):  # "Torch not compiled with CUDA enabled"
+            call(before)
+    assert torch.equal(after["embed"](x), x * 2) and torch.equal(after["make"](4), torch.zeros(4))
+    assert after["place"](model) is model
+    assert (after["predict"](model, x) == before["predict"](model, x)).all()  # `.cpu()` keeps the values
+
+    # where the file's device name says the meta device (the stand-in accelerator), the fixed
+    # placements follow it, as the originals meant to
+    after["device"] = torch.device("meta")
+    assert after["embed"](x).device.type == "meta" and after["make"](4).device.type == "meta"
+    assert next(after["place"](nn.Linear(3, 2)).parameters()).device.type == "meta"
