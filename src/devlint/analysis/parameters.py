@@ -120,11 +120,24 @@ def assigned_names(node: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
 
 
 def is_derived(expr: cst.BaseExpression, derived: set[str], facts: FileFacts) -> bool:
-    """Whether expr is a tensor computed from a tensor parameter (it lives where the parameters do)."""
-    return values.ValueModel(facts, lambda name: _DERIVED if name in derived else values.UNKNOWN).of(expr).place == values.PARAMETERS
+    """Whether expr is a tensor computed from a tensor parameter (it lives where the parameters
+    do). `derived` may hold `module_self(name)`: in a module's `forward`, what the module's own
+    submodules return for such a tensor lives there too (`self.head(x)`)."""
+    def value_of(name: str) -> values.Value:
+        if name in derived:
+            return _DERIVED
+        return _MODULE_SELF if module_self(name) in derived else values.UNKNOWN
+
+    return values.ValueModel(facts, value_of).of(expr).place == values.PARAMETERS
+
+
+def module_self(name: str) -> str:
+    """The entry of a derived-name set that says `name` is the module itself (never a Python name)."""
+    return f"<module>{name}"
 
 
 _DERIVED = values.Value(values.TENSOR, values.PARAMETERS)
+_MODULE_SELF = values.Value(values.MODULE_SELF)
 
 
 def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> Optional[str]:

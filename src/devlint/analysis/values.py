@@ -102,6 +102,7 @@ CONTAINER = "container"  # a list, tuple, set or dict holding one
 NON_TENSOR = "non-tensor"  # a number, a shape, a dtype: no tensor comes out
 PARAMETERS = "parameters"  # a place: where the function's tensor parameters live
 HOST = "host"  # a place: the host, whatever the value came from (`.cpu()`, `.numpy()`, `.tolist()`, `.item()`)
+MODULE_SELF = "module-self"  # `self` in a module's `forward`: its submodules compute where their inputs are
 # Methods whose result lives on the host whatever the receiver is.
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 
@@ -285,6 +286,11 @@ class ValueModel:
         returned = self.returns(expr) if self.returns is not None else None
         if method is not None and qualified is None:  # a method of a value: where the value is
             receiver = self.of(func.value)
+            if receiver.kind == MODULE_SELF:  # `self.encoder(x)` in `forward`: where x is
+                held = [self._held(a.value) for a in expr.args if a.keyword is None]
+                if any(v.place == PARAMETERS for v in held):
+                    return Value(TENSOR, PARAMETERS)
+                return Value(returned.kind if returned is not None else None)
             return Value(returned.kind if returned is not None else _tensor_kind(receiver), receiver.place)
         if qualified is None or not qualified.startswith("torch."):
             return Value(returned.kind if returned is not None else None)

@@ -12,7 +12,7 @@ import libcst as cst
 
 from devlint import names, syntax
 from devlint.analysis import values
-from devlint.analysis.parameters import assigned_names, first_used_param, is_derived, stable_parameters, tensor_parameters
+from devlint.analysis.parameters import assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters
 from devlint.facts import FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
@@ -545,11 +545,12 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
     return out
 
 
-def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> set[str]:
-    """Tensor parameters and the local names computed from them (flow-insensitive)."""
+def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts, extra: set = frozenset()) -> set[str]:
+    """Tensor parameters and the local names computed from them (flow-insensitive); `extra`
+    seeds it further (`module_self`)."""
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor))]
     seeds = stable_parameters(func, params, facts)
-    derived = set(seeds)
+    derived = set(seeds) | set(extra)
     for _ in range(2):  # a second pass catches names assigned in loops before their sources
         for node in assigns:
             bound = _loop_names(node) if isinstance(node, (cst.For, cst.CompFor)) else [(assigned_names(node), node.value)]
@@ -601,7 +602,11 @@ class FunctionValues:
     @property
     def derived(self) -> set[str]:
         if self._derived is None:
-            self._derived = derived_names(self.node, self.params, self.facts)
+            seeds = set()
+            declared = list(syntax.all_params(self.node.params))
+            if self.is_forward and declared:  # `self.head(x)`: on the module's device, where x is
+                seeds.add(module_self(declared[0].name.value))
+            self._derived = derived_names(self.node, self.params, self.facts, seeds)
         return self._derived
 
     def scalar_names(self) -> frozenset:
