@@ -116,7 +116,14 @@ def _bindings(scope: cst.CSTNode, name: str, position: cst.CSTNode) -> Iterator[
         if node is position:
             seen_position = True
         if _binds(node, path, name):
-            yield not seen_position and not any(n is position for n in path), path
+            yield not seen_position and not any(n is position for n in path) and not _in_own_loop_iter(path, position), path
+
+
+def _in_own_loop_iter(path: list, position: cst.CSTNode) -> bool:
+    """Whether the binding at path[-1] is a `for` target and `position` lies in that loop's
+    iterable, which is evaluated before the target is bound (`for d in [torch.device(d)]`)."""
+    loop = next((n for n in reversed(path) if isinstance(n, (cst.For, cst.CompFor))), None)
+    return loop is not None and any(n is position for n in syntax.walk(loop.iter))
 
 
 def _binds(node: cst.CSTNode, path: list, name: str) -> bool:

@@ -14,9 +14,15 @@ class DeviceNames(Analysis):
         bound when this code runs (`name_bound_at`: a parameter, an earlier binding in the
         function, or a global bound above the function and not only under `if __name__ ==
         "__main__":`), and not the fallback of `device` itself (`device = device or
-        torch.device("cuda")`)."""
+        torch.device("cuda")`), nor the target of the loop whose iterable holds the node (`for
+        device in [torch.device("cuda")]`: there `device` is unbound, or a previous loop's last
+        item)."""
         ctx = self.ctx
-        for node in reversed(ctx.ancestors):
+        for i in range(len(ctx.ancestors) - 1, -1, -1):
+            node = ctx.ancestors[i]
+            if isinstance(node, (cst.For, cst.CompFor)) and i + 1 < len(ctx.ancestors) and ctx.ancestors[i + 1] is node.iter \
+                    and any(isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node.target)):
+                return False
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.BooleanOperation, cst.IfExp)):
                 if any(isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node)):
                     return False
