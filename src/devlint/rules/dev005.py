@@ -156,13 +156,15 @@ def _device_value(facts, path, i: int) -> int:
 
 def _places_nothing(path, j: int) -> bool:
     """Whether the device path[j] is only compared (`dev == torch.device("cuda")`, `dev is ...`,
-    `in`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
+    `in`; also its `.type` or `.index`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
     logging call, `MSG.format(device=...)`): nothing is placed there."""
     while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) and isinstance(path[j - 2], (cst.Tuple, cst.List)):
         j -= 2  # an element of a tuple or list: where the tuple goes decides
     node, parent = path[j], path[j - 1] if j > 0 else None
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
         return True
+    if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in ("type", "index"):
+        return _places_nothing(path, j - 1)  # `torch.device("cuda").type == ...`: where the string goes decides
     if isinstance(parent, cst.DictElement):
         return parent.key is node
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo):
