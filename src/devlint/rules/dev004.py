@@ -47,9 +47,11 @@ class _Candidate:
 class _ClassState:
     candidates: list[_Candidate] = field(default_factory=list)
     plain: set[str] = field(default_factory=set)  # attributes set to something else than a tensor
-    # attribute name -> whether every `self.NAME` read so far moves it to a tensor's device
-    moved_at_reads: dict[str, bool] = field(default_factory=dict)
-    reads: Optional[ForwardTimeSites] = None  # the reads that move nothing, by attribute name
+    # attribute name -> its `self.NAME` reads: (path from the module, the method's self name, its
+    # locals); whether each moves the attribute is decided at the class's end, for the flagged
+    # attributes only
+    read_paths: dict[str, list] = field(default_factory=dict)
+    reads: Optional[ForwardTimeSites] = None  # the reads (not `is None` tests), by attribute name
     read_in: dict[str, set[str]] = field(default_factory=dict)  # attribute name -> the methods reading it
     registered: set[str] = field(default_factory=set)  # attributes read as an argument of a buffer registration
     trained: set[str] = field(default_factory=set)  # attributes set to an `nn.Parameter(...)` somewhere
@@ -105,10 +107,8 @@ class UnregisteredTensorAttribute(Rule):
         state.read_in.setdefault(name, set()).add(frame.method)
         if _in_buffer_registration(ancestors, frame.self_name):
             state.registered.add(name)
-        moved = _moved_at_read(ancestors, frame.self_name, self.facts, local) \
-            or _moved_earlier(ancestors, name, frame.self_name, self.facts, local)
-        state.moved_at_reads[name] = state.moved_at_reads.get(name, True) and moved
-        if not moved and not _is_none_test(parent):
+        state.read_paths.setdefault(name, []).append((tuple(ancestors), frame.self_name, local))
+        if not _is_none_test(parent):
             if state.reads is None:
                 state.reads = ForwardTimeSites(self.ctx[ForwardTime])
             state.reads.add(name, node, frame)
@@ -185,13 +185,25 @@ class UnregisteredTensorAttribute(Rule):
         lightning = self._is_lightning_module(node)
         if lightning:
             self.lightning_classes.add(node.name.value)
+        if not state.candidates:
+            return
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
         loader_time = _loader_time_methods(self.facts.class_info(node))
+        # the reads of each flagged attribute that move it right there, or after an earlier move
+        moving = {}
+        for name in {c.target.attr.value for c in state.candidates}:
+            moving[name] = {
+                id(path[-1]) for path, self_name, local in state.read_paths.get(name, ())
+                if _moved_at_read(list(path), self_name, self.facts, local)
+                or _moved_earlier(list(path), name, self_name, self.facts, local)
+            }
         found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            if name in buffers or state.moved_at_reads.get(name, False) or name in moved_by_hand:
+            reads_of = state.read_paths.get(name, ())
+            moved_at_every_read = bool(reads_of) and len(moving[name]) == len(reads_of)
+            if name in buffers or moved_at_every_read or name in moved_by_hand:
                 continue
             read_in = state.read_in.get(name, set())
             if name in state.registered and read_in <= {"__init__"}:
@@ -215,7 +227,8 @@ class UnregisteredTensorAttribute(Rule):
             is made and where forward-time code reads it (where it meets the inputs' device)."""
             for candidate, message, fix in found:
                 name = candidate.target.attr.value
-                uses = reads.at_forward_time(name) if reads is not None else []
+                uses = [(read, method) for read, method in (reads.at_forward_time(name) if reads is not None else [])
+                        if id(read) not in moving[name]]
                 if fix is not None and _read_beside(name, uses, apart, reads):
                     fix = None  # registered alone, it would move away from a sibling that stays
                 related = [candidate.made, *((read, f"read in `{method}`") for read, method in uses[:MAX_READS_SHOWN])]
