@@ -2,16 +2,18 @@
 # Fetch the held-out corpus (bench/heldout/packages.txt): each pinned sdist from the package
 # registry, unpacked with only its .py and .ipynb files into DEST/<half>/<name>-<version>.
 # Usage: fetch_heldout.sh [DEST]   (default: ~/.cache/devlint-heldout)
-# Prints DEST as its last line; DEST/tuning and DEST/held-out are the two halves.
+# Prints DEST as its last line; DEST/tuning and DEST/held-out are the two halves, DEST/fresh
+# the second held-out set.
 set -euo pipefail
 dest=${1:-${HOME}/.cache/devlint-heldout}
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$dest/archives" "$dest/tuning" "$dest/held-out"
+mkdir -p "$dest/archives"
 
 while read -r spec half; do
   case "$spec" in ''|\#*) continue ;; esac
   name=${spec%%==*}; ver=${spec##*==}
   out="$dest/$half/$name-$ver"
+  mkdir -p "$dest/$half"
   [ -d "$out" ] && continue
   # sdists name their archive with either spelling of the project name
   find_archive() { ls "$dest/archives/"*"-$ver.tar.gz" 2>/dev/null | while read -r a; do
