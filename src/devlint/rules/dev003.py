@@ -10,7 +10,7 @@ from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
 from devlint.analysis.host_ends import host_end
-from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
+from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate, not_a_tensor_here
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}
@@ -78,8 +78,10 @@ class FactoryWithoutDevice(Rule):
                     continue
                 if param is ...:
                     param = function.first_used_param()
-                ends = host_end(node, call, self.facts) if param else None
-                message, fix = _message(call, source, param, ends), _fix(call, source, param, ends, path)
+                # where a failed `isinstance(p, Tensor)` test guards the call, `p.device` is no device
+                usable = param if param and not not_a_tensor_here(cst.Name(param), path, self.facts) else None
+                ends = host_end(node, call, self.facts) if usable else None
+                message, fix = _message(call, source, usable, ends), _fix(call, source, usable, ends, path)
                 self.report(call.func, message, fix, related=related)
 
         self.ctx[ForwardTime].when_known(frame, decide)

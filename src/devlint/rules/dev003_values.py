@@ -649,6 +649,8 @@ class FunctionValues:
         """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
         if source in (names.AS_TENSOR, "torch.tensor", "torch.Tensor"):
             data = syntax.positional(call)
+            if data and not_a_tensor_here(data[0].value, path, self.facts):
+                data = []  # `torch.tensor(t) if not isinstance(t, Tensor) else t`: here t is no tensor
             if data and is_derived(data[0].value, self.derived, self.facts):
                 return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
             if data and not isinstance(data[0].value, (cst.List, cst.Tuple, *values.COMPREHENSIONS)) and is_derived(
@@ -907,3 +909,36 @@ def _storing_statement(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
     if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor)):
         return parent if parent.target is target else None
     return parent if isinstance(parent, cst.Del) else None
+
+
+def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) -> bool:
+    """Whether `data` is a name that a failed `isinstance(name, Tensor)` (or `torch.is_tensor`)
+    test guards where `path` stands: in the arm of an `if` or a conditional expression taken when
+    it is not a tensor (`torch.tensor(t) if not isinstance(t, Tensor) else t`)."""
+    if not isinstance(data, cst.Name):
+        return False
+    for holder, arm in zip(path, path[1:]):
+        if isinstance(holder, (cst.IfExp, cst.If)):
+            tested = _tensor_test(holder.test, data.value, facts)
+            if tested is not None and ((tested and arm is holder.orelse) or (not tested and arm is holder.body)):
+                return True
+    return False
+
+
+def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
+    """True for `isinstance(name, Tensor)` or `torch.is_tensor(name)`, False for their `not`,
+    None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _tensor_test(test.expression, name, facts)
+        return None if inner is None else not inner
+    if not isinstance(test, cst.Call):
+        return None
+    args = [a.value for a in test.args]
+    if not args or not (isinstance(args[0], cst.Name) and args[0].value == name):
+        return None
+    if facts.resolve(test.func) == "torch.is_tensor" and len(args) == 1:
+        return True
+    if isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(args) == 2 \
+            and (facts.resolve(args[1]) or "").endswith("Tensor"):
+        return True
+    return None
