@@ -36,8 +36,8 @@ class FileFacts:
         self.file_guarded = False
         self.module_device_bound = False  # a module-level `device = ...`
         self._bound_torch = False
-        self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its properties
-        self._buffers: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> the names it registers as buffers
+        self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its own properties
+        self._buffers: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> the names its own methods register as buffers
         self._scan(module.body, top_level=True, in_class=None)
         if not self._bound_torch:
             # Snippets and notebooks use `torch` without importing it in this file.
@@ -153,21 +153,8 @@ class FileFacts:
         """The names the class, or a base class of the same file (transitively), defines as a
         property (`@property`, `@NAME.setter`): `self.NAME = ...` calls its setter (or raises), it
         sets no plain attribute."""
-        info = self.classes.get(node)
-        return self._class_properties(info, frozenset()) if info is not None else frozenset()
-
-    def _class_properties(self, info: ClassInfo, seen: frozenset) -> frozenset[str]:
-        known = self._properties.get(id(info))
-        if known is not None:
-            return known
-        seen = seen | {id(info)}
-        found = {name for name, definitions in info.methods.items() if any(_is_property(d) for d in definitions)}
-        for base in info.base_names:
-            for other in self.classes.values():
-                if other.name == base and id(other) not in seen:
-                    found |= self._class_properties(other, seen)
-        self._properties[id(info)] = frozenset(found)
-        return self._properties[id(info)]
+        return self._over_lineage(node, self._properties, lambda info: {
+            name for name, definitions in info.methods.items() if any(_is_property(d) for d in definitions)})
 
     def buffers(self, node: cst.ClassDef) -> frozenset[str]:
         """The names the class, or a base class of the same file (transitively), registers as
@@ -177,25 +164,23 @@ class FileFacts:
         self.register_buffer(key, None)`, the list written in the loop or bound in the body of the
         class or of a same-file base). `self.NAME = ...` then sets that buffer, which
         `model.to()` moves: it sets no plain attribute."""
-        info = self.classes.get(node)
-        return self._class_buffers(info, frozenset()) if info is not None else frozenset()
+        return self._over_lineage(node, self._buffers, lambda info: {
+            name for definitions in info.methods.values() for definition in definitions
+            for name in _registered_buffers(definition, self._lineage(info))})
 
-    def _class_buffers(self, info: ClassInfo, seen: frozenset) -> frozenset[str]:
-        known = self._buffers.get(id(info))
-        if known is not None:
-            return known
-        seen = seen | {id(info)}
-        lineage = self._lineage(info)
+    def _over_lineage(self, node: cst.ClassDef, cache: dict, own) -> frozenset[str]:
+        """What `own(info)` finds in the class or any of its same-file bases; each class's own
+        part is computed once (`cache`: id of a ClassInfo -> its own part)."""
+        info = self.classes.get(node)
+        if info is None:
+            return frozenset()
         found: set[str] = set()
-        for definitions in info.methods.values():
-            for definition in definitions:
-                found |= _registered_buffers(definition, lineage)
-        for base in info.base_names:
-            for other in self.classes.values():
-                if other.name == base and id(other) not in seen:
-                    found |= self._class_buffers(other, seen)
-        self._buffers[id(info)] = frozenset(found)
-        return self._buffers[id(info)]
+        for current in self._lineage(info):
+            part = cache.get(id(current))
+            if part is None:
+                part = cache[id(current)] = frozenset(own(current))
+            found |= part
+        return frozenset(found)
 
     def _lineage(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and its same-file bases, transitively, nearest first."""
@@ -340,8 +325,7 @@ def is_buffer_registration(call: cst.Call, self_name: Optional[str]) -> bool:
 def _registered_buffers(method: cst.FunctionDef, lineage: list[ClassInfo]) -> set[str]:
     """The buffer names a method of `lineage[0]` registers: string literals, and the strings a
     loop hands over."""
-    params = [*method.params.posonly_params, *method.params.params]
-    self_name = params[0].name.value if params else None
+    self_name = syntax.self_name(method)
     loops: dict[str, list[str]] = {}  # loop name -> the strings it takes
     found: set[str] = set()
     for node in syntax.walk_expressions(method.body):
@@ -387,8 +371,7 @@ def _class_strings(lineage: list[ClassInfo], name: str) -> Optional[list[str]]:
                     return _strings(small.value)
         for definitions in info.methods.values():
             for definition in definitions:
-                params = [*definition.params.posonly_params, *definition.params.params]
-                self_name = params[0].name.value if params else None
+                self_name = syntax.self_name(definition)
                 for node in syntax.walk_expressions(definition.body):
                     if isinstance(node, cst.Assign) and any(
                             isinstance(t.target, cst.Attribute) and t.target.attr.value == name

@@ -129,6 +129,21 @@ def all_params(params: cst.Parameters) -> Iterator[cst.Param]:
         yield params.star_kwarg
 
 
+def self_name(func: cst.FunctionDef) -> Optional[str]:
+    """The name of a function's first positional parameter (`self` in a method), or None."""
+    params = [*func.params.posonly_params, *func.params.params]
+    return params[0].name.value if params else None
+
+
+def unpacked_targets(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The targets of `a, (b, c) = ...`: a, b and c (a target that is not a tuple or list: itself)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from unpacked_targets(element.value)
+    else:
+        yield target
+
+
 def decorator_names(defn: cst.FunctionDef | cst.ClassDef) -> list[Optional[str]]:
     out = []
     for d in defn.decorators:

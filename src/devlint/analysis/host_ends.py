@@ -25,7 +25,7 @@ from devlint.analysis import values
 
 __all__ = ["host_end"]
 
-HOST_END_METHODS = frozenset({"numpy", "tolist", "item"})
+HOST_END_METHODS = values.HOST_METHODS - {"cpu"}  # `.cpu()` brings the value back; the others end there
 # Nodes that only wrap their child where it stands (an argument, an element, an index).
 _WRAPPERS = (cst.Arg, cst.Element, cst.StarredElement, cst.ComparisonTarget)
 

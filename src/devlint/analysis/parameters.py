@@ -30,7 +30,7 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
             if node.attr.value in evidence:
                 used.add(node.value.value)
         elif isinstance(node, cst.Call):
-            tested = _tested_as_tensor(node, facts)
+            tested = tested_as_tensor(node, facts)
             if tested is not None:
                 used.add(tested)
     return [n for n in candidates if n in annotated or n in used]
@@ -69,7 +69,7 @@ def _names_a_tensor(annotation: cst.BaseExpression) -> bool:
     return (syntax.dotted_name(annotation) or "").split(".")[-1] in _TENSOR_ANNOTATIONS
 
 
-def _tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
+def tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
     """NAME for `torch.is_tensor(NAME)` or `isinstance(NAME, torch.Tensor)`: the function
     expects a tensor there (not `isinstance(NAME, (torch.Tensor, float))`: it may be a number)."""
     args = [a.value for a in call.args]

@@ -103,8 +103,6 @@ NON_TENSOR = "non-tensor"  # a number, a shape, a dtype: no tensor comes out
 PARAMETERS = "parameters"  # a place: where the function's tensor parameters live
 HOST = "host"  # a place: the host, whatever the value came from (`.cpu()`, `.numpy()`, `.tolist()`, `.item()`)
 MODULE_SELF = "module-self"  # `self` in a module's `forward`: its submodules compute where their inputs are
-# Methods whose result lives on the host whatever the receiver is.
-HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 
 
 @dataclass(frozen=True)

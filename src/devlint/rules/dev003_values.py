@@ -12,7 +12,9 @@ import libcst as cst
 
 from devlint import names, syntax
 from devlint.analysis import values
-from devlint.analysis.parameters import assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters
+from devlint.analysis.parameters import (
+    assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters, tested_as_tensor,
+)
 from devlint.facts import FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
@@ -926,19 +928,9 @@ def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], fac
 
 
 def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
-    """True for `isinstance(name, Tensor)` or `torch.is_tensor(name)`, False for their `not`,
-    None for any other test."""
+    """True for `isinstance(name, torch.Tensor)` or `torch.is_tensor(name)`, False for their
+    `not`, None for any other test."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _tensor_test(test.expression, name, facts)
         return None if inner is None else not inner
-    if not isinstance(test, cst.Call):
-        return None
-    args = [a.value for a in test.args]
-    if not args or not (isinstance(args[0], cst.Name) and args[0].value == name):
-        return None
-    if facts.resolve(test.func) == "torch.is_tensor" and len(args) == 1:
-        return True
-    if isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(args) == 2 \
-            and (facts.resolve(args[1]) or "").endswith("Tensor"):
-        return True
-    return None
+    return True if isinstance(test, cst.Call) and tested_as_tensor(test, facts) == name else None

@@ -365,7 +365,7 @@ def _loader_time_methods(info) -> set[str]:
                     arg = syntax.keyword(node, "collate_fn")
                     value = arg.value if arg is not None else None
                     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) \
-                            and value.value.value in _self_names(definition):
+                            and value.value.value == syntax.self_name(definition):
                         handed.add(value.attr.value)
     reached, pending = set(), [name for name in handed if name in info.methods]
     while pending:
@@ -374,18 +374,13 @@ def _loader_time_methods(info) -> set[str]:
             continue
         reached.add(method)
         for definition in info.methods.get(method, ()):
-            self_names = _self_names(definition)
+            self_name = syntax.self_name(definition)
             for node in syntax.walk_expressions(definition.body):
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                        and isinstance(node.func.value, cst.Name) and node.func.value.value in self_names \
+                        and isinstance(node.func.value, cst.Name) and node.func.value.value == self_name \
                         and node.func.attr.value in info.methods:
                     pending.append(node.func.attr.value)
     return reached
-
-
-def _self_names(definition: cst.FunctionDef) -> set[str]:
-    params = [*definition.params.posonly_params, *definition.params.params]
-    return {params[0].name.value} if params else set()
 
 
 def _moved_earlier(ancestors: list[cst.CSTNode], name: str, self_name: Optional[str], facts, local: "_Locals") -> bool:
@@ -438,8 +433,7 @@ def _apply_moves(info, method: cst.FunctionDef, facts) -> list[tuple[Optional[fr
     """(classes covered, the override's class, attribute) for each attribute an `_apply` override
     reassigns: classes covered is the override's own for `self.NAME = ...`, the receiver's class
     (or classes) where known for `m.NAME = ...`, None where not known."""
-    params = [*method.params.posonly_params, *method.params.params]
-    self_name = params[0].name.value if params else None
+    self_name = syntax.self_name(method)
     tested: dict[str, set[str]] = {}  # receiver -> classes an `isinstance(receiver, ...)` names
     bound: dict[str, set[str]] = {}  # local name -> classes it is built as, or taken from `self.ATTR` as
     found = []
@@ -459,7 +453,7 @@ def _apply_moves(info, method: cst.FunctionDef, facts) -> list[tuple[Optional[fr
             continue
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
-            for element in _flattened(target):
+            for element in syntax.unpacked_targets(target):
                 if not isinstance(element, cst.Attribute):
                     continue  # `self.grid[i] = fn(...)` writes into the table: it moves nothing
                 receiver = element.value
@@ -474,15 +468,6 @@ def _apply_moves(info, method: cst.FunctionDef, facts) -> list[tuple[Optional[fr
                     classes |= _built_class(receiver, self_name, info)
                 found.append((frozenset(classes) if classes else None, info.name, element.attr.value))
     return found
-
-
-def _flattened(target: cst.BaseExpression):
-    """The targets of `a, (b, c) = ...`."""
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _flattened(element.value)
-    else:
-        yield target
 
 
 def _built_class(value: cst.BaseExpression, self_name: Optional[str], info) -> set[str]:

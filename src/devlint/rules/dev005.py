@@ -52,7 +52,6 @@ class HardcodedCudaString(Rule):
         if placement_branch and (shown is None or any(isinstance(n, cst.FormattedStringExpression) for n in path)):
             return  # f"{'cuda' if is_cuda else 'cpu'}_time": text, not a device
         value, parent = path[i], path[i - 1] if i > 0 else None
-        grand = path[i - 2] if i > 1 else None
         if not (placement_branch or self._used_as_device(path, i)):
             return
         if _places_nothing(path, _device_value(self.facts, path, i)):

@@ -214,7 +214,7 @@ def _self_assignments(definition: cst.FunctionDef, self_name: str):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             plain = isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None
             for target in targets:
-                for element in _flatten(target):
+                for element in syntax.unpacked_targets(target):
                     name = _self_name(element, self_name)
                     if name is not None:
                         yield name, node.value if plain and element is target else None, element
@@ -224,14 +224,6 @@ def _self_assignments(definition: cst.FunctionDef, self_name: str):
                 attribute = syntax.string_value(args[1].value)
                 if attribute is not None:
                     yield attribute, None, node
-
-
-def _flatten(target: cst.BaseExpression):
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _flatten(element.value)
-    else:
-        yield target
 
 
 def _self_name(expr: cst.BaseExpression, self_name: str) -> Optional[str]:
