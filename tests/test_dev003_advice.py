@@ -112,3 +112,18 @@ def test_forward_time_code_names_the_call_path_from_forward():
          (13, "it is returned")],
     ]
     assert all(r.row > 0 for f in found for r in f.related)
+
+
+def test_no_fix_where_the_function_copies_the_parameter_to_the_host():
+    [found] = findings("""
+        import torch
+        import torch.nn as nn
+
+        class HostStage(nn.Module):
+            def forward(self, y):
+                mask = torch.ones(y.shape[0], 1)
+                kspace = y.cpu()
+                return self.reconstruct({"kspace": kspace, "mask": mask})
+    """)
+    assert found.fix is None  # `device=y.device` would meet the host copy `kspace`
+    assert found.message.endswith("pass `device=y.device` and move it back with `.cpu()` where the host needs it")

@@ -13,6 +13,10 @@ functions, the local names it is bound to, read after the binding) to a host end
   `torch.from_numpy(...)` or to a `.cpu()` result): a device index into a CPU tensor raises.
 
 A fix that puts such a value on the device would break that end on a GPU: it is withheld there.
+
+`host_copy(function, name, facts)`: where the function copies the tensor `name` itself to the
+host (`y.cpu()`, `y.to("cpu")`). Such a function computes on the host on purpose
+(what it makes meets the host copy): `device=y.device` is no fix there either.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import libcst as cst
 from devlint import names, syntax
 from devlint.analysis import values
 
-__all__ = ["host_end"]
+__all__ = ["host_copy", "host_end"]
 
 HOST_END_METHODS = values.HOST_METHODS - {"cpu"}  # `.cpu()` brings the value back; the others end there
 # Nodes that only wrap their child where it stands (an argument, an element, an index).
@@ -53,6 +57,15 @@ def host_end(function: cst.FunctionDef, node: cst.CSTNode, facts) -> Optional[cs
                         pending.append(path)
         elif found is not None:
             return found
+    return None
+
+
+def host_copy(function: cst.FunctionDef, name: str, facts) -> Optional[cst.CSTNode]:
+    """The first call in `function` that brings `name` to the host (see the module's doc), or None."""
+    for node in syntax.walk_expressions(function.body):
+        if isinstance(node, cst.Call) and values.is_host_call(node, facts) and syntax.method_name(node) in ("cpu", "to") \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == name:
+            return node
     return None
 
 

@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from devlint import names, syntax
+from devlint.tensor_members import TENSOR_MEMBERS
 from devlint.analysis import values
 from devlint.facts import FileFacts
 
@@ -16,9 +17,10 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     """Parameters that hold tensors, in declaration order (the first used one comes first):
     annotated `Tensor` (or a container of tensors), or used with one of the `evidence` members."""
     params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
+    foreign = _foreign_member_readers(func)
     candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
     if every_parameter:
-        return candidates
+        return [n for n in candidates if n not in foreign]
     annotated = {
         p.name.value
         for p in params
@@ -33,7 +35,22 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
             tested = tested_as_tensor(node, facts)
             if tested is not None:
                 used.add(tested)
-    return [n for n in candidates if n in annotated or n in used]
+    return [n for n in candidates if n in annotated or (n in used and n not in foreign)]
+
+
+def _foreign_member_readers(func: cst.FunctionDef) -> set[str]:
+    """Parameters read for a member no tensor has (`state.num_processes`): whatever else they
+    share with tensors (`state.device`), they are not tensors. Only names the body never rebinds
+    (after `x = self.encoder(x)`, `x.last_hidden_state` says nothing of the parameter)."""
+    readers, rebound = set(), set()
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+                and not node.attr.value.startswith("__") and node.attr.value not in TENSOR_MEMBERS:
+            readers.add(node.value.value)
+        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName)):
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            rebound.update(t.value for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name))
+    return readers - rebound
 
 
 def _not_one_tensor(func: cst.FunctionDef) -> set[str]:

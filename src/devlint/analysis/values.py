@@ -51,11 +51,26 @@ def is_move(call: cst.Call, facts) -> bool:
 
 # Functions (and the forward of loss classes) that take some arguments on the host whatever device
 # the others are on: (qualified name, {position: keyword}) of those arguments. CTC targets and
-# lengths may stay on the CPU (cuDNN wants them there); `pack_padded_sequence` wants its lengths there.
+# lengths may stay on the CPU (cuDNN wants them there); `pack_padded_sequence` wants its lengths
+# there; sizes (`F.pad`'s widths, `F.interpolate`'s size) are read as Python numbers.
 HOST_ARGUMENTS = {
     "torch.nn.functional.ctc_loss": {1: "targets", 2: "input_lengths", 3: "target_lengths"},
     "torch.nn.CTCLoss": {1: "targets", 2: "input_lengths", 3: "target_lengths"},
     "torch.nn.utils.rnn.pack_padded_sequence": {1: "lengths"},
+    # sizes, read as Python numbers (a one-element tensor given there is converted, not met)
+    "torch.nn.functional.pad": {1: "pad"},
+    "torch.nn.functional.interpolate": {1: "size", 2: "scale_factor"},
+    "torch.nn.functional.upsample": {1: "size", 2: "scale_factor"},
+    "torch.nn.functional.adaptive_avg_pool1d": {1: "output_size"},
+    "torch.nn.functional.adaptive_avg_pool2d": {1: "output_size"},
+    "torch.nn.functional.adaptive_avg_pool3d": {1: "output_size"},
+    "torch.nn.functional.adaptive_max_pool1d": {1: "output_size"},
+    "torch.nn.functional.adaptive_max_pool2d": {1: "output_size"},
+    "torch.nn.functional.adaptive_max_pool3d": {1: "output_size"},
+    "torch.reshape": {1: "shape"},
+    "torch.roll": {1: "shifts", 2: "dims"},
+    "torch.tile": {1: "dims"},
+    "torch.flip": {1: "dims"},
 }
 
 

@@ -9,7 +9,7 @@ from devlint import edits, names, syntax
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
-from devlint.analysis.host_ends import host_end
+from devlint.analysis.host_ends import host_copy, host_end
 from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate, not_a_tensor_here
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
@@ -80,7 +80,7 @@ class FactoryWithoutDevice(Rule):
                     param = function.first_used_param()
                 # where a failed `isinstance(p, Tensor)` test guards the call, `p.device` is no device
                 usable = param if param and not not_a_tensor_here(cst.Name(param), path, self.facts) else None
-                ends = host_end(node, call, self.facts) if usable else None
+                ends = (host_end(node, call, self.facts) or host_copy(node, usable, self.facts)) if usable else None
                 message, fix = _message(call, source, usable, ends), _fix(call, source, usable, ends, path)
                 self.report(call.func, message, fix, related=related)
 

@@ -40,6 +40,7 @@ def fate(
     host_tables: frozenset = frozenset(),
     one_dim: Optional[bool] = None,
     methods: Optional[dict] = None,
+    factory_names: frozenset = frozenset(),
 ) -> Fate:
     """Follow the value made by path[-1] up through its parents until something decides its fate.
 
@@ -50,10 +51,12 @@ def fate(
 
     `one_dim`: path[-1] holds a 1-dim tensor (by default: whether it is a 1-dim factory call).
     `methods`: the enclosing class's methods by name (`self.m(v)` is followed into them).
+    `factory_names`: local names bound only to tensor factories (a write into one copies).
 
     Each kind of parent has its step: it decides (returns a Fate) or moves the walk up.
     """
-    walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1, methods=methods or {})
+    walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1, methods=methods or {},
+                 factory_names=factory_names)
     walk.one_dim = _is_one_dim_factory(path[-1], facts) if one_dim is None else one_dim
     while walk.i > 0:
         parent = path[walk.i - 1]
@@ -110,6 +113,7 @@ class _Walk:
     host_tables: frozenset
     i: int  # the value is now path[i]
     methods: dict = field(default_factory=dict)  # the enclosing class's methods by name
+    factory_names: frozenset = frozenset()  # local names bound only to tensor factories
     met: list[cst.BaseExpression] = field(default_factory=list)
     siblings: list[cst.BaseExpression] = field(default_factory=list)  # values beside it in a list or tuple literal
     one_dim: bool = False  # the value is now a 1-dim tensor
@@ -207,7 +211,8 @@ def _index(walk: _Walk, parent) -> Fate:
 def _boolean(walk: _Walk, parent: cst.BooleanOperation) -> Fate:
     """`x or torch.ones(n)`: moved before use when the result is moved (or bound to a name that
     is); any other fate of the result is not this value's (it may never be chosen)."""
-    outer = fate(walk.path[: walk.i], walk.facts, walk.is_tensor, walk.host_tables, methods=walk.methods)
+    outer = fate(walk.path[: walk.i], walk.facts, walk.is_tensor, walk.host_tables, methods=walk.methods,
+                 factory_names=walk.factory_names)
     if outer.kind in (MOVE, ASSIGNED):
         return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
     return Fate(NEUTRAL, walk.met)
@@ -280,6 +285,9 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         return None
+    if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and parent is not call.args[0] \
+            and _in_init(walk.path):
+        return Fate(MOVE, walk.met)  # registered at construction: `model.to()` takes it along
     if isinstance(func, cst.Attribute) and func.attr.value in _WRITES and call.args[0] is parent:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
@@ -325,6 +333,12 @@ def _read_as_size(walk: _Walk, call: cst.Call, arg: cst.Arg) -> bool:
 
 # Sources whose first argument is data (a tensor given there is copied, not read as a size).
 _DATA_SOURCES = names.LEGACY_CONSTRUCTORS | {"torch.tensor", names.AS_TENSOR, names.FROM_NUMPY}
+
+def _in_init(path: Sequence[cst.CSTNode]) -> bool:
+    """The walk is in an `__init__` (construction, before any `model.to()`)."""
+    function = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
+    return function is not None and function.name.value == "__init__"
+
 
 def _loss_class_of(walk: _Walk, func: cst.BaseExpression) -> Optional[str]:
     """The qualified class of `self.NAME` when the enclosing class binds NAME only to instances
@@ -408,7 +422,8 @@ def _passed_through(walk: _Walk) -> Fate:
     moved before use when that result is moved or bound to a name that is; otherwise it is what
     the expression's own fate makes it, short of a use (it may never be chosen)."""
     j = walk.i - 2 if isinstance(walk.path[walk.i - 1], cst.Arg) else walk.i - 1
-    outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables, methods=walk.methods)
+    outer = fate(walk.path[: j + 1], walk.facts, walk.is_tensor, walk.host_tables, methods=walk.methods,
+                 factory_names=walk.factory_names)
     if outer.kind in (MOVE, ASSIGNED, NON_TENSOR, INDEX):
         return Fate(outer.kind, walk.met + outer.met, outer.name, outer.at)
     return Fate(USE, walk.met + outer.met, at=outer.at) if outer.kind == USE else Fate(NEUTRAL, walk.met)
@@ -451,7 +466,7 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
 
 def _into_tensor(walk: _Walk, base: cst.BaseExpression) -> bool:
     """A write's target is known to be a tensor (not a dict or a list that stores the value)."""
-    return walk.is_tensor(base) or (isinstance(base, cst.Name) and base.value in walk.host_tables)
+    return walk.is_tensor(base) or (isinstance(base, cst.Name) and base.value in walk.host_tables | walk.factory_names)
 
 
 def _plain_write(walk: _Walk, target: cst.Subscript) -> bool:
@@ -591,6 +606,7 @@ class FunctionValues:
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
+        self._factory_names: Optional[frozenset] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
         self._returns_moved: Optional[bool] = None
@@ -610,6 +626,18 @@ class FunctionValues:
                 seeds.add(module_self(declared[0].name.value))
             self._derived = derived_names(self.node, self.params, self.facts, seeds)
         return self._derived
+
+    def factory_names(self) -> frozenset:
+        """Local names bound only to tensor factories (`f = torch.zeros(n, device=d)`)."""
+        if self._factory_names is None:
+            bound: dict[str, bool] = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    made = isinstance(node.value, cst.Call) and self.facts.is_tensor_source(node.value) is not None
+                    for name in assigned_names(node):
+                        bound[name.value] = bound.get(name.value, True) and made
+            self._factory_names = frozenset(name for name, made in bound.items() if made)
+        return self._factory_names
 
     def scalar_names(self) -> frozenset:
         if self._scalar_names is None:
@@ -655,6 +683,8 @@ class FunctionValues:
                 data = []  # `torch.tensor(t) if not isinstance(t, Tensor) else t`: here t is no tensor
             if data and is_derived(data[0].value, self.derived, self.facts):
                 return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
+            if data and self._reads_parameter_unbound(data[0].value, call):
+                return Verdict()  # `t = torch.as_tensor(t)`: t is still the tensor parameter here
             if data and not isinstance(data[0].value, (cst.List, cst.Tuple, *values.COMPREHENSIONS)) and is_derived(
                 data[0].value, self.derived | self._self_call_results(), self.facts
             ):
@@ -662,7 +692,8 @@ class FunctionValues:
             if len(data) == 1 and (values.is_python_scalar(data[0].value, self.facts, self.scalar_names)
                                    or self._scalar_attribute(data[0].value)):
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
-        found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods)
+        found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
+                     factory_names=self.factory_names())
         if found.kind == USE and self._returned_and_moved(found):
             return Verdict()
         if found.kind == USE:
@@ -751,9 +782,11 @@ class FunctionValues:
                     break
                 continue
             found = fate(node_path, self.facts, self.is_tensor, self.host_tables, node.value in one_dim_names,
-                         self.methods)
+                         self.methods, self.factory_names())
             if found.kind == USE and self._returned_and_moved(found):
                 found = Fate(MOVE, found.met)
+            if found.kind == USE and found.met and all(_made_of(e, tracked) for e in found.met):
+                continue  # `m.masked_fill(m != 0, v)`: the value meets only itself, where it was made
             if found.kind == MOVE:
                 moved = moved or first_use is None
                 statement = next((n for n in reversed(node_path) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
@@ -769,6 +802,20 @@ class FunctionValues:
                 one_dim_names = one_dim_names - bound | (bound if found.one_dim else set())
                 rebinds[found.at] = bound
         return Verdict(first_use, first_meet, moved)
+
+    def _reads_parameter_unbound(self, data: cst.BaseExpression, call: cst.Call) -> bool:
+        """`data` names a tensor parameter that nothing has rebound before `call` runs (in
+        `t = torch.as_tensor(t)` the binding comes after the read)."""
+        if not isinstance(data, cst.Name) or data.value not in self.params:
+            return False
+        for node, path in syntax.walk_with_paths(self.node.body, []):
+            if node is call:
+                return True
+            if isinstance(node, cst.Name) and node.value == data.value and _is_variable(path):
+                statement = _storing_statement(path)
+                if statement is not None and call not in set(syntax.walk(statement)):
+                    return False
+        return False
 
     def _scalar_attribute(self, expr: cst.BaseExpression) -> bool:
         """`self.NAME` where the class assigns NAME only Python scalars (numbers, parameters
@@ -813,7 +860,8 @@ class FunctionValues:
 
     def moved_before_use(self, path) -> bool:
         """Whether the value path[-1] makes (a call's result) is moved before any use."""
-        found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods)
+        found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
+                     factory_names=self.factory_names())
         if found.kind == MOVE:
             return True
         if found.kind != ASSIGNED or not found.name:
@@ -855,6 +903,14 @@ class Verdict:
     forward_use: Optional[Fate] = None
     meeting: Optional[Fate] = None
     moved: bool = False  # moved before any use
+
+
+def _made_of(expr: cst.BaseExpression, names_: set) -> bool:
+    """Every variable `expr` reads is one of `names_` (attribute names, called functions such as
+    `float(...)`, and numbers aside)."""
+    read = [n for n, path in syntax.walk_with_paths(expr, []) if isinstance(n, cst.Name) and _is_variable(path)
+            and not (len(path) > 1 and isinstance(path[-2], cst.Call) and path[-2].func is n)]
+    return bool(read) and all(n.value in names_ for n in read)
 
 
 def _code(node: cst.CSTNode, limit: int = 40) -> str:

@@ -33,6 +33,10 @@ WRAPPERS = {
 }
 
 
+# torch.nn's containers, known by name where a star import hides the module they come from.
+_NN_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+
+
 @dataclass(eq=False)
 class _Contents:
     """What a container built in a method holds, as far as the rule follows it."""
@@ -119,6 +123,8 @@ class ModuleInPlainContainer(Rule):
         if qualified in PARAMETER_CLASSES:
             return PARAMETER
         if qualified is None:
+            if isinstance(func, cst.Attribute) and func.attr.value in _NN_CONTAINERS:
+                return MODULE  # `nn.Sequential` where a star import hides where `nn` comes from
             if self._module_classes is None:
                 self._module_classes = {info.name for info in self.facts.classes.values() if info.is_module}
             return MODULE if isinstance(func, cst.Name) and func.value in self._module_classes else None

@@ -87,6 +87,12 @@ def _self_attribute(expr: cst.BaseExpression, self_name: Optional[str]) -> Optio
     return None
 
 
+def _string_key(subscript: cst.Subscript) -> bool:
+    """`x["labels"]`: only a mapping takes a string key."""
+    return len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index) and isinstance(
+        subscript.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+
 def _key(expr: cst.BaseExpression) -> Optional[str]:
     """`x` or `self.x`: what bindings and uses are tracked under."""
     if isinstance(expr, cst.Name):
@@ -105,6 +111,7 @@ class _Scope:
         self.bindings: dict[str, list[Optional[cst.BaseExpression]]] = {}  # key -> values (None: not known)
         self.items: dict[str, cst.BaseExpression] = {}  # loop target key -> the iterated expression
         self.tensor_uses: set[str] = set()
+        self.mapping_uses: set[str] = set()  # `**x`, `x["key"]`: a mapping (no tensor is either)
         self.self_name = self_name
         self.tensor_params: set[str] = set()
         if func is not None:
@@ -131,6 +138,14 @@ class _Scope:
             called = isinstance(parent, cst.Call) and parent.func is node
             if attr in TENSOR_ONLY_ATTRIBUTES or (called and attr in TENSOR_ONLY_CALLS):
                 self.tensor_uses.add(key)
+        elif isinstance(node, cst.Arg) and node.star == "**":
+            key = _key(node.value)
+            if key is not None:
+                self.mapping_uses.add(key)
+        elif isinstance(node, cst.Subscript) and _string_key(node):
+            key = _key(node.value)
+            if key is not None:
+                self.mapping_uses.add(key)
         elif isinstance(node, cst.BinaryOperation):
             for operand in (node.left, node.right):
                 key = _key(operand)
@@ -189,6 +204,8 @@ class _Scope:
             return False
         values = self.bindings.get(key, [])
         if any(v is not None and self._is_module_value(v) for v in values):
+            return False
+        if key in self.mapping_uses:  # a mapping with `.to()` (a BatchEncoding) moves in place
             return False
         if key in self.tensor_uses or key in self.tensor_params:
             return True

@@ -1,0 +1,42 @@
+"""The pinned table of tensor members (`devlint.tensor_members`) is what the installed torch has."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from devlint import tensor_members  # noqa: E402
+
+GENERATOR = Path(__file__).resolve().parent.parent / "bench" / "tensor_members.py"
+
+
+def test_table_is_the_installed_torch_members():
+    spec = importlib.util.spec_from_file_location("tensor_members_generator", GENERATOR)
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert set(generator.members()) == tensor_members.TENSOR_MEMBERS, "run: python bench/tensor_members.py"
+
+
+def test_table_has_what_tensors_have_and_not_what_they_lack():
+    assert {"device", "shape", "to", "grad", "mT", "is_cuda", "numpy"} <= tensor_members.TENSOR_MEMBERS
+    assert not {"num_processes", "process_index", "module", "forward"} & tensor_members.TENSOR_MEMBERS
+
+
+def _parameters(source: str) -> list[str]:
+    import libcst as cst
+
+    from devlint.analysis.parameters import tensor_parameters
+    from devlint.facts import FileFacts
+
+    module = cst.parse_module(source)
+    func = next(node for node in module.body if isinstance(node, cst.FunctionDef))
+    return tensor_parameters(func, FileFacts(module))
+
+
+def test_a_parameter_read_for_a_foreign_member_is_not_a_tensor_unless_rebound():
+    assert _parameters("def f(state, x):\n    return state.device, state.num_processes, x.shape\n") == ["x"]
+    # after rebinding, `x.payload` is a member of the new value, not of the parameter
+    assert _parameters("def f(x):\n    n = x.shape\n    x = wrap(x)\n    return x.payload\n") == ["x"]
