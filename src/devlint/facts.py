@@ -182,6 +182,10 @@ class FileFacts:
             found |= part
         return frozenset(found)
 
+    def with_subclasses(self, info: ClassInfo) -> list[ClassInfo]:
+        """The class and the classes of this file that derive from it, transitively."""
+        return [other for other in self.classes.values() if any(base is info for base in self._lineage(other))]
+
     def _lineage(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and its same-file bases, transitively, nearest first."""
         found, pending = [], [info]

@@ -87,7 +87,8 @@ class CudaGuards(Analysis):
             return qualified.startswith("torch.cuda.is_") or qualified == "torch.cuda.device_count" or (
                 syntax.method_name(value) == "startswith" and guards.cuda_test_kind(value) is not None)
         if isinstance(value, (cst.Comparison, cst.Name, cst.Attribute)):
-            return guards.cuda_test_kind(value) == guards.AVAILABILITY or self._names_a_test(value)
+            # a placement test counts too: a value on CUDA (`self.device == "cuda"`) means CUDA is there
+            return guards.cuda_test_kind(value) is not None or self._names_a_test(value)
         return False
 
     def _scope(self) -> Optional[cst.CSTNode]:

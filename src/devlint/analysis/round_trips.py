@@ -71,12 +71,91 @@ def saved_here(load: cst.Call, root: cst.CSTNode) -> bool:
                 return _unwrap_path(before[-1])
         return expr
 
-    wanted = resolved(path, load)
+    wanted = _canonical(resolved(path, load))
     for save in saves:
-        if any(resolved(arg.value, arg).deep_equals(wanted) for arg in save.args):
+        if any(_canonical(resolved(arg.value, arg)).deep_equals(wanted) for arg in save.args):
+            arms = _exclusive_arms(load, save, parents)
+            if arms is not None and not _tests_existence(arms):
+                continue  # `if mode == "train": save ... elif mode == "test": load`: two runs
             if order[id(save)] < order[id(load)] or _cannot_follow(load, save, parents):
                 return True
+            if _under_existence_test(load, parents, False) and _under_existence_test(save, parents, True):
+                return True  # `if exists(p): load(p)` ... `if not exists(p): save(p)`: a cache
     return False
+
+
+def _under_existence_test(node: cst.CSTNode, parents: dict, negated: bool) -> bool:
+    """Whether node runs only when a file exists (or, `negated`, only when it does not): it
+    stands in the body of an `if` whose test asks for existence (`not`-ed when `negated`), or
+    in the `else` of one whose test asks the opposite."""
+    chain = _chain(node, parents)
+    for k, statement in enumerate(chain[:-1]):
+        if not isinstance(statement, cst.If):
+            continue
+        in_body = chain[k + 1] is statement.body
+        in_else = isinstance(statement.orelse, cst.Else) and chain[k + 1] is statement.orelse
+        asks = _asks_existence(statement.test)
+        if asks is not None and ((in_body and asks != negated) or (in_else and asks == negated)):
+            return True
+    return False
+
+
+def _asks_existence(test: cst.BaseExpression) -> Optional[bool]:
+    """True for a test that a file exists (`os.path.exists(p)`, `p is not None and
+    Path(p).exists()`), False for one that it does not (`not Path(p).exists()`), else None."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _asks_existence(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        parts = [_asks_existence(test.left), _asks_existence(test.right)]
+        known = [p for p in parts if p is not None]
+        return known[0] if len(known) == 1 else None
+    if isinstance(test, cst.Call) and syntax.last_name(test.func) in _EXISTENCE_TESTS:
+        return True
+    return None
+
+
+class _StringValues(cst.CSTTransformer):
+    """Spell every plain string literal one way, so `"a.pt"` and `'a.pt'` are the same path."""
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
+        value = syntax.string_value(original)
+        return updated if value is None else cst.SimpleString(repr(value))
+
+
+def _canonical(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.visit(_StringValues())
+
+
+def _chain(node: cst.CSTNode, parents: dict) -> list:
+    out = [node]
+    while id(out[-1]) in parents:
+        out.append(parents[id(out[-1])])
+    return out[::-1]  # from the root down
+
+
+def _exclusive_arms(load: cst.CSTNode, save: cst.CSTNode, parents: dict) -> Optional[cst.If]:
+    """The `if` whose different arms hold the load and the save, or None."""
+    common = None
+    for a, b in zip(_chain(load, parents), _chain(save, parents)):
+        if a is not b:
+            break
+        common = a
+    return common if isinstance(common, cst.If) else None
+
+
+def _tests_existence(statement: cst.If) -> bool:
+    """Whether the tests of an `if`/`elif` chain ask whether a file exists (a cache: the load
+    runs because an earlier run of this code wrote the file here)."""
+    tests, node = [], statement
+    while isinstance(node, cst.If):
+        tests.append(node.test)
+        node = node.orelse if isinstance(node.orelse, cst.If) else None
+    return any(isinstance(n, cst.Call) and syntax.last_name(n.func) in _EXISTENCE_TESTS
+               for test in tests for n in syntax.walk(test))
+
+
+_EXISTENCE_TESTS = frozenset({"exists", "isfile", "is_file", "lexists"})
 
 
 def _binding(node: cst.CSTNode) -> tuple[Optional[str], Optional[cst.BaseExpression]]:

@@ -273,6 +273,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     if _read_as_size(walk, call, parent):
         return Fate(NON_TENSOR, walk.met)
     qualified = walk.facts.resolve(func)
+    if (qualified or "").startswith("numpy."):
+        return Fate(NON_TENSOR, walk.met)  # `np.absolute(v)`: numpy reads it on the host
     if values.is_host_argument(qualified or _loss_class_of(walk, func), call, parent):
         return Fate(NEUTRAL, walk.met)  # `F.ctc_loss(lp, targets, ...)`: taken on the host
     if qualified is not None and qualified.startswith("torch.") and syntax.keyword(call, "device") is not None:
@@ -309,7 +311,8 @@ _HOST_READING_BUILTINS = names.NON_TENSOR_BUILTINS | {"range"}
 # Tensor methods whose arguments are sizes, dimensions or counts, read as Python numbers.
 _SIZE_METHODS = frozenset(
     "view reshape repeat expand unflatten narrow permute transpose flip roll movedim split chunk select"
-    " new_zeros new_ones new_empty new_full size".split()
+    " new_zeros new_ones new_empty new_full size"
+    " uniform_ normal_ random_ exponential_ geometric_ log_normal_ cauchy_".split()  # a fill's numbers
 )
 
 
@@ -366,8 +369,12 @@ def _same_class_method(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.Fu
 
 
 def _helper_function(walk: _Walk, func: cst.BaseExpression) -> bool:
-    """A plain function of this file or one imported (`from utils import lengths_to_mask`): not a
-    local name (which may hold a module), not a class (capitalized: it may build a module), not torch's."""
+    """A plain function of this file or one imported (`from utils import lengths_to_mask`, or
+    through an imported module: `dist.all_gather`): not a local name (which may hold a module), not
+    a class (capitalized: it may build a module), not torch's."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and not func.attr.value[:1].isupper():
+        qualified = walk.facts.resolve(func)  # `dist.all_gather` with `import mmengine.dist as dist`
+        return qualified is not None and not qualified.startswith("torch.") and func.value.value in walk.facts.aliases
     if not isinstance(func, cst.Name) or func.value[:1].isupper():
         return False
     qualified = walk.facts.resolve(func)
@@ -607,6 +614,8 @@ class FunctionValues:
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
         self._factory_names: Optional[frozenset] = None
+        self._bound_values: Optional[dict] = None
+        self._moved: Optional[frozenset] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
         self._returns_moved: Optional[bool] = None
@@ -685,6 +694,8 @@ class FunctionValues:
                 return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
             if data and self._reads_parameter_unbound(data[0].value, call):
                 return Verdict()  # `t = torch.as_tensor(t)`: t is still the tensor parameter here
+            if data and self._tensor_data(data[0].value, path):
+                return Verdict()  # `torch.tensor(-s / 2)` with `s = self.s.to(x)`: copied where s is
             if data and not isinstance(data[0].value, (cst.List, cst.Tuple, *values.COMPREHENSIONS)) and is_derived(
                 data[0].value, self.derived | self._self_call_results(), self.facts
             ):
@@ -785,7 +796,7 @@ class FunctionValues:
                          self.methods, self.factory_names())
             if found.kind == USE and self._returned_and_moved(found):
                 found = Fate(MOVE, found.met)
-            if found.kind == USE and found.met and all(_made_of(e, tracked) for e in found.met):
+            if found.kind == USE and found.met and all(self._of_itself(e, tracked) for e in found.met):
                 continue  # `m.masked_fill(m != 0, v)`: the value meets only itself, where it was made
             if found.kind == MOVE:
                 moved = moved or first_use is None
@@ -802,6 +813,54 @@ class FunctionValues:
                 one_dim_names = one_dim_names - bound | (bound if found.one_dim else set())
                 rebinds[found.at] = bound
         return Verdict(first_use, first_meet, moved)
+
+    def _of_itself(self, expr: cst.BaseExpression, tracked: set) -> bool:
+        """`expr` is computed from the followed value alone: it reads only the names bound to
+        the value (`tracked`) and names bound only to expressions of those (`top = v.max()`)."""
+        if self._bound_values is None:
+            self._bound_values = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    for name in assigned_names(node):
+                        self._bound_values.setdefault(name.value, []).append(node.value)
+        own = set(tracked)
+        for name, bound in self._bound_values.items():
+            if name not in own and name not in self.params and all(_made_of(v, tracked) for v in bound):
+                own.add(name)
+        return _made_of(expr, own)
+
+    def _tensor_data(self, data: cst.BaseExpression, path) -> bool:
+        """`data` computes on a tensor whose place is not the CPU by default: a local name bound
+        only to a move (`s = self.s.to(x)`), or a buffer of the class (`self.table`)."""
+        moved = self._moved_names()
+        klass = next((n for n in path if isinstance(n, cst.ClassDef)), None)
+        buffers = self.facts.buffers(klass) if klass is not None else frozenset()
+        for node, node_path in syntax.walk_with_paths(data, []):
+            if isinstance(node, cst.Name) and _is_variable(node_path) and node.value in moved:
+                return True
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+                    and node.attr.value in buffers:
+                return True
+        return False
+
+    def _moved_names(self) -> frozenset:
+        """Local names bound only to moved tensors (`s = t.to(x)`, `a, s = u, t.cuda()`)."""
+        if self._moved is None:
+            bound: dict[str, bool] = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                    target, value = node.targets[0].target, node.value
+                    pairs = [(target, value)]
+                    if isinstance(target, (cst.Tuple, cst.List)):
+                        same = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
+                        pairs = [(t.value, v.value if same else None)
+                                 for t, v in zip(target.elements, value.elements if same else target.elements)]
+                    for name, bound_value in pairs:
+                        if isinstance(name, cst.Name):
+                            is_moved = isinstance(bound_value, cst.Call) and values.is_move(bound_value, self.facts)
+                            bound[name.value] = bound.get(name.value, True) and is_moved
+            self._moved = frozenset(name for name, is_moved in bound.items() if is_moved)
+        return self._moved
 
     def _reads_parameter_unbound(self, data: cst.BaseExpression, call: cst.Call) -> bool:
         """`data` names a tensor parameter that nothing has rebound before `call` runs (in
@@ -871,12 +930,17 @@ class FunctionValues:
 
     def _returned_and_moved(self, use: Fate) -> bool:
         """A plain `return v` of a method whose result is moved before use at every call site
-        in its class (`self.kernel(n).repeat(c, 1).to(y)`): the value is moved before use."""
+        in its class and the same file's subclasses (`self.kernel(n).repeat(c, 1).to(y)`): the
+        value is moved before use."""
         if not isinstance(use.at, cst.Return) or use.met or self.name is None:
             return False
         if self._returns_moved is None:
+            owner = next((info for info in self.facts.classes.values() if info.methods is self.methods), None)
+            classes = self.facts.with_subclasses(owner) if owner is not None else []
+            functions = [f for info in classes for defs in info.methods.values() for f in defs] or [
+                f for defs in self.methods.values() for f in defs]
             sites = [
-                (function, path) for function in (f for defs in self.methods.values() for f in defs)
+                (function, path) for function in functions
                 for node, path in syntax.walk_with_paths(function, [])
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                 and node.func.attr.value == self.name and isinstance(node.func.value, cst.Name)

@@ -164,6 +164,11 @@ class UnregisteredTensorAttribute(Rule):
                     klass.plain.add(attribute)
                     if isinstance(value, cst.Call) and self.facts.resolve(value.func) in values.PARAMETER_CLASSES:
                         klass.trained.add(attribute)
+                        # `self.t = torch.rand(n); self.t *= s; self.t = nn.Parameter(self.t)`: the plain
+                        # tensor lives only until the next statements of the same block make it a parameter
+                        block = _innermost_block(self.ctx.ancestors)
+                        klass.candidates = [c for c in klass.candidates if not (
+                            c.target.attr.value == attribute and _innermost_block(c.ancestors) is block)]
                     elif not (syntax.is_number_literal(value) or syntax.string_value(value) is not None
                               or isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
                         klass.untrained.add(attribute)
@@ -769,3 +774,8 @@ def _holds_only_integers(expr: cst.BaseExpression) -> bool:
             isinstance(e, cst.Element) and _holds_only_integers(e.value) for e in expr.elements
         )
     return _is_int_literal(expr) or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))
+
+
+def _innermost_block(ancestors) -> Optional[cst.CSTNode]:
+    """The block (a function's or a compound statement's body) that holds the statement."""
+    return next((n for n in reversed(ancestors) if isinstance(n, (cst.IndentedBlock, cst.Module))), None)

@@ -69,6 +69,8 @@ class HardcodedCudaString(Rule):
             return
         fix = None
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
+        if as_argument and _device_type_with_index(path, i, self.facts):
+            as_argument = False  # `torch.device("cuda", k)`: a `device` object there raises TypeError
         if value is node and as_argument and self.ctx[DeviceNames].device_in_scope():
             choose = " (chosen with `torch.accelerator.current_accelerator()`)" if self.ctx.torch_at_least(2, 6) else ""
             fix = NodeFix(UNSAFE, f"Replace {shown or node.value} with `device`{choose}", node, cst.Name("device"))
@@ -235,3 +237,11 @@ def _names_device(target: cst.BaseExpression) -> bool:
 def _is_device_name(name: str) -> bool:
     """`device`, `eval_device`, not `device_type` (a kind of device for autocast, not a device)."""
     return "device" in name and "device_type" not in name
+
+
+def _device_type_with_index(path, i: int, facts) -> bool:
+    """The literal is the type of `torch.device(type, index)`, which takes a string there, not a
+    device: `torch.device(torch.device("cuda"), 0)` raises TypeError."""
+    call = path[i - 2] if i >= 2 else None
+    return isinstance(call, cst.Call) and facts.resolve(call.func) == "torch.device" and len(call.args) >= 2 \
+        and call.args[0] is path[i - 1]

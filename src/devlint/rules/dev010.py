@@ -9,6 +9,7 @@ import libcst as cst
 from devlint import names, syntax
 from devlint.analysis.parameters import tensor_parameters
 from devlint.base import SAFE, FrameState, NodeFix, Rule
+from devlint.tensor_members import TENSOR_MEMBERS
 
 MOVE_METHODS = frozenset({"to", "cuda", "cpu"})
 # Members a module has too: no evidence of a tensor for this rule (`model.to(d)` moves in place).
@@ -111,7 +112,8 @@ class _Scope:
         self.bindings: dict[str, list[Optional[cst.BaseExpression]]] = {}  # key -> values (None: not known)
         self.items: dict[str, cst.BaseExpression] = {}  # loop target key -> the iterated expression
         self.tensor_uses: set[str] = set()
-        self.mapping_uses: set[str] = set()  # `**x`, `x["key"]`: a mapping (no tensor is either)
+        # `**x`, `x["key"]`, `x.to_dict()`: a mapping or an object with members no tensor has
+        self.mapping_uses: set[str] = set()
         self.self_name = self_name
         self.tensor_params: set[str] = set()
         if func is not None:
@@ -138,6 +140,8 @@ class _Scope:
             called = isinstance(parent, cst.Call) and parent.func is node
             if attr in TENSOR_ONLY_ATTRIBUTES or (called and attr in TENSOR_ONLY_CALLS):
                 self.tensor_uses.add(key)
+            elif attr not in TENSOR_MEMBERS and not attr.startswith("__"):
+                self.mapping_uses.add(key)  # `batch.to_dict()`, `batch.positions`: no tensor has it
         elif isinstance(node, cst.Arg) and node.star == "**":
             key = _key(node.value)
             if key is not None:
@@ -205,7 +209,7 @@ class _Scope:
         values = self.bindings.get(key, [])
         if any(v is not None and self._is_module_value(v) for v in values):
             return False
-        if key in self.mapping_uses:  # a mapping with `.to()` (a BatchEncoding) moves in place
+        if key in self.mapping_uses:  # no tensor: its `.to()` (a BatchEncoding's, a graph batch's) moves in place
             return False
         if key in self.tensor_uses or key in self.tensor_params:
             return True
