@@ -2,7 +2,7 @@
 # Fetch the held-out corpus (bench/heldout/packages.txt): each pinned sdist from the package
 # registry, unpacked with only its .py and .ipynb files into DEST/<half>/<name>-<version>.
 # Usage: fetch_heldout.sh [DEST]   (default: ~/.cache/devlint-heldout)
-# Prints DEST as its last line; DEST/tuning and DEST/held-out are the two halves, DEST/fresh
+# Prints DEST as its last line; DEST/tuning and DEST/held-out are the two halves, DEST/fresh,
 # DEST/third and DEST/fourth the second, third and fourth held-out sets.
 set -euo pipefail
 dest=${1:-${HOME}/.cache/devlint-heldout}
