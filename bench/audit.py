@@ -59,9 +59,13 @@ def run_devlint(package_dir: Path) -> list[dict]:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):  # 1: there are findings
         sys.exit(f"devlint failed on {package_dir} (exit {done.returncode}):\n{done.stderr}")
-    findings = json.loads(done.stdout)
-    for finding in findings:
+    findings = []
+    for finding in json.loads(done.stdout):
         finding["file"] = Path(os.path.relpath(finding["filename"], package_dir)).as_posix()
+        if finding.get("code"):
+            findings.append(finding)
+        else:  # a file devlint could not check (it does not parse): no finding to judge
+            print(f"not checked: {package_dir.name}/{finding['file']}: {finding.get('message')}", file=sys.stderr)
     return findings
 
 
