@@ -127,3 +127,16 @@ def test_no_fix_where_the_function_copies_the_parameter_to_the_host():
     """)
     assert found.fix is None  # `device=y.device` would meet the host copy `kspace`
     assert found.message.endswith("pass `device=y.device` and move it back with `.cpu()` where the host needs it")
+
+
+def test_no_fix_where_the_value_is_combined_with_a_host_copy():
+    found = findings("""
+        import torch
+        import torch.nn as nn
+
+        class Supervision(nn.Module):
+            def forward(self, out, lens):
+                segments = torch.stack([torch.arange(out.shape[0]), lens.cpu()], dim=1)
+                return self.graph(out, segments)
+    """)
+    assert [f.fix for f in found] == [None]  # on `out.device` it would meet the host copy of `lens`

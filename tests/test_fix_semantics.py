@@ -1022,6 +1022,7 @@ def test_dev012_no_fix_on_a_receiver_derived_from_the_input():
 # --------------------------------------------------------------------------------------------
 
 HOST_ENDS = '''\
+import numpy as np
 import torch
 
 
@@ -1040,16 +1041,21 @@ def counts(x: torch.Tensor, n: int):
     bins = torch.arange(n)
     hits = (x[:, None] == bins).sum(0)
     return hits.tolist()
+
+
+def shortest(x: torch.Tensor, lens):
+    lengths = torch.tensor(lens) * x.new_ones(len(lens), dtype=torch.long)
+    return int(np.amin(lengths))
 '''
 
 
 def test_dev003_fix_places_the_factory_and_is_withheld_before_a_host_end():
     found = findings(HOST_ENDS, "DEV003")
-    assert [f.row for f in found] == [5, 10, 16]
-    assert [f.fix is not None for f in found] == [True, True, False]
+    assert [f.row for f in found] == [6, 11, 17, 23]
+    assert [f.fix is not None for f in found] == [True, True, False, False]
     assert "DEV003" not in codes(fix(HOST_ENDS).fixed)  # unsafe only
     result = fix(HOST_ENDS, unsafe=True)
-    assert [f.row for f in result.remaining if f.code == "DEV003"] == [16]
+    assert [f.row for f in result.remaining if f.code == "DEV003"] == [17, 23]
     assert "bins = torch.arange(n)\n    hits = (x[:, None] == bins).sum(0)\n    return hits.tolist()" in result.text
     before, after = load_source(HOST_ENDS), load_source(result.text)
 

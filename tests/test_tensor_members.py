@@ -40,3 +40,9 @@ def test_a_parameter_read_for_a_foreign_member_is_not_a_tensor_unless_rebound():
     assert _parameters("def f(state, x):\n    return state.device, state.num_processes, x.shape\n") == ["x"]
     # after rebinding, `x.payload` is a member of the new value, not of the parameter
     assert _parameters("def f(x):\n    n = x.shape\n    x = wrap(x)\n    return x.payload\n") == ["x"]
+
+
+def test_a_parameter_read_for_size_as_a_number_is_an_array_even_annotated():
+    source = "def f(a: Tensor, n):\n    if a.size > n:\n        a = a[:n]\n    return a.shape\n"
+    assert _parameters(source) == []
+    assert _parameters("def f(a: Tensor, n):\n    return a.size(0) > n\n") == ["a"]

@@ -182,6 +182,19 @@ class FileFacts:
             found |= part
         return frozenset(found)
 
+    def keeps_its_tensors(self, node: cst.ClassDef) -> bool:
+        """Whether the class, or a same-file base, overrides `_apply` without calling the base's:
+        `model.to()` then moves none of its parameters or buffers (a host cache kept on purpose)."""
+        info = self.class_info(node)
+        if info is None:
+            return False
+        for owner in self._lineage(info):
+            for method in owner.methods.get("_apply", ()):
+                calls_base = any(isinstance(n, cst.Attribute) and n.attr.value == "_apply" and isinstance(n.value, cst.Call)
+                                 and syntax.last_name(n.value.func) == "super" for n in syntax.walk(method.body))
+                return not calls_base  # the nearest override decides
+        return False
+
     def with_subclasses(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and the classes of this file that derive from it, transitively."""
         return [other for other in self.classes.values() if any(base is info for base in self._lineage(other))]

@@ -62,6 +62,11 @@ def _compares_device_literal(node: cst.Comparison) -> bool:
     for operand in operands:
         items = [e.value for e in operand.elements] if isinstance(operand, (cst.Tuple, cst.List, cst.Set)) else [operand]
         for item in items:
+            if isinstance(item, cst.Call) and syntax.last_name(item.func) == "device" and item.args:
+                # `device == torch.device("cuda")`; not `torch.device("cpu")`: not the CPU may be MPS
+                if not (syntax.string_value(item.args[0].value) or "").startswith("cuda"):
+                    continue
+                item = item.args[0].value
             value = syntax.string_value(item)
             if value is not None and syntax.DEVICE_LITERAL.fullmatch(value):
                 return True

@@ -161,7 +161,7 @@ ITERATION_WRAPPERS = frozenset({"iter", "tqdm", "trange", "track", "progress_bar
 # Packages whose classes are never torch modules, whatever their names (`keras.layers.Layer`).
 OTHER_FRAMEWORKS = frozenset({
     "tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "equinox", "mlx", "paddle", "mindspore", "mxnet",
-    "oneflow",
+    "oneflow", "sklearn",
 })
 # Packages of typing bases, besides the standard library's (`typing_extensions.Protocol`): never modules.
 TYPING_PACKAGES = frozenset({"typing_extensions"})

@@ -8,9 +8,11 @@ functions, the local names it is bound to, read after the binding) to a host end
 - `.numpy()`, `.tolist()`, `.item()`: on a device tensor `.numpy()` raises, and the others turn
   a host computation into a device round trip;
 - Python control flow over it: the test of an `if`/`while` or a conditional expression, what a
-  `for` iterates, an argument of `range(...)`;
+  `for` iterates, an argument of `range(...)`; an argument of a numpy function (`np.amin(v)`);
 - an index into a CPU tensor (a local name bound to a factory without `device=`, to
-  `torch.from_numpy(...)` or to a `.cpu()` result): a device index into a CPU tensor raises.
+  `torch.from_numpy(...)` or to a `.cpu()` result): a device index into a CPU tensor raises;
+- a host copy it is combined with (`torch.stack([torch.zeros(b), lens.cpu()])`): the code
+  builds a host value there.
 
 A fix that puts such a value on the device would break that end on a GPU: it is withheld there.
 
@@ -110,11 +112,15 @@ def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):
             return cur
         if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.BooleanOperation,
                                cst.List, cst.Tuple)):
+            if any(values.is_host_call(other, facts) for other in _operands(parent) if other is not cur):
+                return parent  # `torch.stack([torch.zeros(b), lens.cpu()])`: built beside a host copy
             i -= 1
             continue
         if isinstance(parent, cst.Call) and parent.func is not cur:  # an argument
             if isinstance(parent.func, cst.Name) and parent.func.value == "range" and facts.resolve(parent.func) is None:
                 return cur
+            if (facts.resolve(parent.func) or "").startswith("numpy."):
+                return cur  # `np.amin(lengths)`: numpy reads it on the host
             if (facts.resolve(parent.func) or "").startswith("torch."):
                 i -= 1
                 continue
@@ -125,6 +131,17 @@ def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):
             return (parent, bound) if bound else None
         return None
     return None
+
+
+def _operands(node: cst.CSTNode) -> list:
+    """The values an operator or a display combines."""
+    if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
+        return [node.left, node.right]
+    if isinstance(node, cst.Comparison):
+        return [node.left, *(t.comparator for t in node.comparisons)]
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [e.value for e in node.elements]
+    return []
 
 
 def _is_store(path: Sequence[cst.CSTNode]) -> bool:

@@ -17,7 +17,7 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     """Parameters that hold tensors, in declaration order (the first used one comes first):
     annotated `Tensor` (or a container of tensors), or used with one of the `evidence` members."""
     params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
-    foreign = _foreign_member_readers(func)
+    foreign, arrays = _foreign_member_readers(func)
     candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
     if every_parameter:
         return [n for n in candidates if n not in foreign]
@@ -35,22 +35,40 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
             tested = tested_as_tensor(node, facts)
             if tested is not None:
                 used.add(tested)
-    return [n for n in candidates if n in annotated or (n in used and n not in foreign)]
+    # `a.size > n` raises on a tensor: the code only runs on arrays, whatever the annotation says
+    return [n for n in candidates if n not in arrays and (n in annotated or (n in used and n not in foreign))]
 
 
-def _foreign_member_readers(func: cst.FunctionDef) -> set[str]:
-    """Parameters read for a member no tensor has (`state.num_processes`): whatever else they
-    share with tensors (`state.device`), they are not tensors. Only names the body never rebinds
+def _foreign_member_readers(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
+    """Parameters read for a member no tensor has (`state.num_processes`), and those read as
+    arrays (`a.size` not called: a NumPy array's element count): whatever else they share with
+    tensors (`state.device`), they are not tensors. Only names the body never rebinds
     (after `x = self.encoder(x)`, `x.last_hidden_state` says nothing of the parameter)."""
-    readers, rebound = set(), set()
-    for node in syntax.walk_expressions(func.body):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
-                and not node.attr.value.startswith("__") and node.attr.value not in TENSOR_MEMBERS:
-            readers.add(node.value.value)
+    readers, arrays, rebound = set(), set(), set()
+    for node, parent in syntax.walk_with_parents(func.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and not node.attr.value.startswith("__"):
+            if node.attr.value not in TENSOR_MEMBERS:
+                readers.add(node.value.value)
+            elif _read_as_number(node, parent):
+                arrays.add(node.value.value)
         elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName)):
             target = node.name if isinstance(node, cst.AsName) else node.target
-            rebound.update(t.value for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name))
-    return readers - rebound
+            value = parent.value if isinstance(node, cst.AssignTarget) and isinstance(parent, cst.Assign) else None
+            rebound.update(t.value for t in syntax.unpacked_targets(target)
+                           if isinstance(t, cst.Name) and not _part_of(value, t.value))
+    return readers - rebound, arrays - rebound
+
+
+def _part_of(value: Optional[cst.BaseExpression], name: str) -> bool:
+    """`value` is a part of `name` itself (`x[a:b]`, `x[i][j]`): the same kind of value."""
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    return isinstance(value, cst.Name) and value.value == name
+
+
+def _read_as_number(node: cst.Attribute, parent) -> bool:
+    """`a.size` not called: a NumPy array's element count (a tensor's `size` is a method)."""
+    return node.attr.value == "size" and not (isinstance(parent, cst.Call) and parent.func is node)
 
 
 def _not_one_tensor(func: cst.FunctionDef) -> set[str]:

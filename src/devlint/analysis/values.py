@@ -403,7 +403,8 @@ _SCALAR_PRESERVING_BUILTINS = frozenset({"round", "abs", "min", "max"})
 # Tensor methods and attributes that give a Python number.
 _SCALAR_METHODS = frozenset({"item", "numel", "dim", "ndimension", "element_size"})
 _SCALAR_ATTRIBUTES = frozenset({"ndim"})
-_TORCH_CONSTANTS = frozenset({"torch.pi", "torch.e", "torch.inf", "torch.nan"})
+_TORCH_CONSTANTS = frozenset({"torch.pi", "torch.e", "torch.inf", "torch.nan",
+                             "numpy.pi", "numpy.e", "numpy.inf", "numpy.nan"})  # numpy's are Python floats
 # Their attributes (`min`, `max`, `eps`, `tiny`, `bits`, ...) are Python numbers.
 _TYPE_INFO = frozenset({"torch.finfo", "torch.iinfo", "numpy.finfo", "numpy.iinfo"})
 

@@ -195,6 +195,7 @@ class UnregisteredTensorAttribute(Rule):
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
         loader_time = _loader_time_methods(self.facts.class_info(node))
+        keeps_tensors = self.facts.keeps_its_tensors(node)
         # the reads of each flagged attribute that move it right there, or after an earlier move
         moving = {}
         for name in {c.target.attr.value for c in state.candidates}:
@@ -219,7 +220,8 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             taken = existing is not None and name in existing
             # A buffer follows the module away from the host batches a loader-time method meets it with.
-            fix = None if existing is None or taken or read_in & loader_time \
+            # Under an `_apply` that moves nothing, a buffer stays where the attribute stays: no fix.
+            fix = None if existing is None or taken or read_in & loader_time or keeps_tensors \
                 else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
             found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
         reads = state.reads
@@ -499,7 +501,8 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
     """Whether the `self.NAME` read at `ancestors[-1]` is moved right there to a device taken from a
     tensor: `self.NAME.to(x.device)`, `.to(x)`, `.to(device=x.device)`, `.type_as(x)`, `.to(device)`
     with `device` a local name bound to a tensor's device (`device = x.device`), after integer
-    indices and slices too (`self.NAME[:, :n].to(x.device)`, `self.NAME[0].to(x)`). Any other index
+    indices and slices too (`self.NAME[:, :n].to(x.device)`, `self.NAME[0].to(x)`), and as a branch of
+    a conditional expression (`(self.NAME if c else t).type_as(x)`). Any other index
     (`self.NAME[t].to(x.device)`) is taken on the CPU table before the move: with a device `t` it
     raises there."""
     read, index = ancestors[-1], len(ancestors) - 2
@@ -507,6 +510,8 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
         if not all(_moves_nothing(element, facts, local) for element in ancestors[index].slice):
             return False
         read, index = ancestors[index], index - 1
+    while isinstance(ancestors[index], cst.IfExp) and ancestors[index].test is not read:
+        read, index = ancestors[index], index - 1  # `(self.NAME if c else other).type_as(x)`: either is moved
     method, call = ancestors[index], ancestors[index - 1]
     if not (isinstance(method, cst.Attribute) and method.value is read and method.attr.value in ("to", "type_as")
             and isinstance(call, cst.Call) and call.func is method and not syntax.has_star_args(call)):

@@ -61,7 +61,7 @@ class HardcodedCudaString(Rule):
         frame = self.ctx.function
         if frame is not None and frame.node.name.value == "cuda":
             return  # implementing `.cuda()` (as DEV001 and DEV011 spare it): the caller asked for CUDA
-        if _name_places_nothing(path, i):
+        if _name_places_nothing(path, _device_value(self.facts, path, i)):
             return  # `def f(device="cuda")` never reading `device`; a name only formatted into text
         cuda_guards = self.ctx[CudaGuards]
         raised = self._raised_without_cuda(path, i, ordinal=shown is None)
@@ -159,8 +159,9 @@ def _places_nothing(path, j: int) -> bool:
     """Whether the device path[j] is only compared (`dev == torch.device("cuda")`, `dev is ...`,
     `in`; also its `.type` or `.index`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
     logging call, `MSG.format(device=...)`): nothing is placed there."""
-    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) and isinstance(path[j - 2], (cst.Tuple, cst.List)):
-        j -= 2  # an element of a tuple or list: where the tuple goes decides
+    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) \
+            and isinstance(path[j - 2], (cst.Tuple, cst.List, cst.Set)):
+        j -= 2  # an element of a tuple, list or set: where the display goes decides
     node, parent = path[j], path[j - 1] if j > 0 else None
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
         return True
@@ -171,7 +172,8 @@ def _places_nothing(path, j: int) -> bool:
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo):
         return parent.right is node and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString))
     if isinstance(parent, cst.Arg) and j > 1 and isinstance(path[j - 2], cst.Call):
-        return syntax.last_name(path[j - 2].func) in TEXT_CALLS
+        # text, or the kind of device `autocast` and its kin take (`autocast("cuda" if x.is_cuda else "cpu")`)
+        return syntax.last_name(path[j - 2].func) in TEXT_CALLS | DEVICE_TYPE_CALLS
     return False
 
 
@@ -180,6 +182,9 @@ def _name_places_nothing(path, i: int) -> bool:
     whose reads all place nothing: there are none (`def __init__(self, device="cuda")` that never
     reads `device`), or each is compared or formatted into text (`f"self_{device_str}_memory"`).
     A `global`/`nonlocal` name, or a function calling `locals()` / `vars()`, keeps the finding."""
+    while i > 1 and isinstance(path[i - 1], (cst.Element, cst.StarredElement)) \
+            and isinstance(path[i - 2], (cst.Tuple, cst.List, cst.Set)):
+        i -= 2  # an element of a display: the name it is bound to decides
     value, parent = path[i], path[i - 1] if i > 0 else None
     if isinstance(parent, cst.Param) and parent.default is value:
         if not (i > 2 and isinstance(path[i - 2], cst.Parameters) and isinstance(path[i - 3], cst.FunctionDef)):
@@ -193,10 +198,28 @@ def _name_places_nothing(path, i: int) -> bool:
         name = targets[0].value
     else:
         return False
+    if isinstance(parent, cst.Param) and _rebound_before_read(function, name):
+        return True  # `def f(device=torch.device("cuda")): device = pick()`: the default is never read
     for read in _reads(function.body, name):
         if read is None or not _places_nothing(read, len(read) - 1):
             return False
     return True
+
+
+def _rebound_before_read(function: cst.FunctionDef, name: str) -> bool:
+    """Whether the function's own statements bind `name` before anything reads it."""
+    for statement in syntax.block_statements(function.body):
+        if next(_reads(statement, name), False) is not False:  # read (or declared global) first
+            return False
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
+                    isinstance(t, cst.Name) and t.value == name
+                    for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))
+                for small in statement.body):
+            return True
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False  # a compound statement may bind it on one path only
+    return False
 
 
 def _reads(body: cst.CSTNode, name: str):
@@ -211,10 +234,22 @@ def _reads(body: cst.CSTNode, name: str):
             yield None
         elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) in ("locals", "vars") and not node.args:
             yield None
-        elif isinstance(node, cst.Name) and node.value == name and not _not_a_read(node, parent):
+        elif isinstance(node, cst.Name) and node.value == name and not _not_a_read(node, parent) \
+                and not _unpacked_store(path):
             yield path
         for child in reversed(syntax.children(node)):
             stack.append(path + [child])
+
+
+def _unpacked_store(path) -> bool:
+    """The name at path[-1] is one of the targets of `a, b = ...` (or of a `for`)."""
+    j = len(path) - 1
+    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) and isinstance(path[j - 2], (cst.Tuple, cst.List)):
+        j -= 2
+    if j == len(path) - 1 or j < 1:
+        return False
+    parent = path[j - 1]
+    return isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.For, cst.CompFor)) and parent.target is path[j])
 
 
 def _not_a_read(node: cst.Name, parent) -> bool:

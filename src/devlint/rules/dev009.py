@@ -33,6 +33,16 @@ WRAPPERS = {
 }
 
 
+# torch.nn modules with no parameters, no buffers and no training mode (Dropout and PReLU have).
+_STATELESS_NN = frozenset(
+    "ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh ELU SELU CELU Softplus Softsign Hardtanh Hardswish"
+    " Hardsigmoid Mish Tanhshrink Softshrink Hardshrink LogSigmoid Softmax LogSoftmax Softmin Identity"
+    " Flatten Unflatten Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle"
+    " MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d"
+    " AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d LPPool2d"
+    " ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d"
+    " ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d".split()
+)
 # torch.nn's containers, known by name where a star import hides the module they come from.
 _NN_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 
@@ -48,6 +58,7 @@ class _Contents:
     bad_keys: bool = False  # a key a ModuleDict may refuse (not a string literal without ".")
     names: set[str] = field(default_factory=set)  # local names put in it
     passed_on: bool = False  # wrapped into an nn container, or given to a module, in the class
+    stateful: bool = False  # an item with parameters, buffers or a training mode (not `nn.ReLU()`)
 
 
 _Local = Union[str, _Contents]  # MODULE, PARAMETER or a container
@@ -115,6 +126,14 @@ class ModuleInPlainContainer(Rule):
             expr, chained = expr.func.value, True
         kind = self._constructor(expr.func)
         return None if kind == PARAMETER and chained else kind  # `Parameter(...).to(d)` is a plain tensor
+
+    def _stateless(self, item: cst.BaseExpression) -> bool:
+        """`nn.ReLU()`, `nn.MaxPool2d(2)`: a torch.nn module with no parameters, no buffers and no
+        training mode, which `.to()`, `state_dict()` and `.train()` have nothing to do with."""
+        if not isinstance(item, cst.Call):
+            return False
+        qualified = self.facts.resolve(item.func) or ""
+        return qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] in _STATELESS_NN
 
     def _constructor(self, func: cst.BaseExpression) -> Optional[str]:
         """MODULE when func is a module class (torch.nn's, this file's, or an imported one named
@@ -201,11 +220,13 @@ class ModuleInPlainContainer(Rule):
             if depth:
                 contents.nested = True
             contents.kinds.add(kind)
+            contents.stateful |= not self._stateless(item)
             return
         inner = self._contents(item, env) if depth == 0 else None
         if inner is not None and inner.kinds and not inner.nested:
             contents.nested = True
             contents.kinds |= inner.kinds
+            contents.stateful |= inner.stateful
             contents.names |= inner.names
         else:
             contents.other = True
@@ -433,7 +454,7 @@ class ModuleInPlainContainer(Rule):
             _merge(contents, candidate.contents)
             if name in klass.added:
                 _merge(contents, klass.added[name])
-            if not contents.kinds or candidate.contents.passed_on or name in klass.passed_on \
+            if not contents.kinds or candidate.contents.passed_on or name in klass.passed_on or not contents.stateful \
                     or contents.names & candidate.method.stored:
                 unfixable.add(name)
                 continue
@@ -517,6 +538,7 @@ def _valid_key(key: Optional[cst.BaseExpression]) -> bool:
 def _merge(into: _Contents, other: _Contents, nested_pairs: bool = False) -> None:
     """Add other's items to into's (nested_pairs: other holds (key, value) pairs, for `dict(...)`)."""
     into.kinds |= other.kinds
+    into.stateful |= other.stateful
     into.names |= other.names
     into.other |= other.other
     into.bad_keys |= other.bad_keys or nested_pairs
