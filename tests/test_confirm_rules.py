@@ -64,15 +64,15 @@ def test_dev009_modules_in_a_plain_list_stay_behind(tmp_path):
                     x = head(x)
                 return x
     """, "--select", "DEV009")
-    assert statuses(results) == [("DEV009", 6, "confirmed"), ("DEV009", 19, "confirmed"), ("DEV009", 29, "not-reproduced")]
-    heads, scales, acts = (r[2] for r in results)
+    # `Activations` holds only stateless modules: not flagged (a run would not reproduce it either)
+    assert statuses(results) == [("DEV009", 6, "confirmed"), ("DEV009", 19, "confirmed")]
+    heads, scales = (r[2] for r in results)
     assert heads["message"].startswith("when the module was moved, the 4 tensors (144 values) of the Linear in self.heads stayed on cpu")
     assert "model.parameters() does not list them" in heads["message"]
     assert MIX in heads["message"] and "(when checking argument in method wrapper_CUDA_addmm)" in heads["message"]
     assert heads["use"] == {"row": 15} and heads["origin"] == {"row": 10}  # the head(x) call, the list (file rows)
     assert "the 1 tensor (8 values) of the Parameter in self.scales stayed on cpu" in scales["message"]
     assert MIX in scales["message"] and scales["use"] == {"row": 26}
-    assert "hold no parameters or buffers" in acts["message"]
 
 
 def test_dev010_a_dropped_move_leaves_the_tensor_where_it_was(tmp_path):
