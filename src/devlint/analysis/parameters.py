@@ -44,18 +44,24 @@ def _foreign_member_readers(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
     arrays (`a.size` not called: a NumPy array's element count): whatever else they share with
     tensors (`state.device`), they are not tensors. Only names the body never rebinds
     (after `x = self.encoder(x)`, `x.last_hidden_state` says nothing of the parameter)."""
-    readers, arrays, rebound = set(), set(), set()
-    for node, parent in syntax.walk_with_parents(func.body):
+    readers, sizes, called, rebound = set(), [], set(), set()
+    for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and not node.attr.value.startswith("__"):
             if node.attr.value not in TENSOR_MEMBERS:
                 readers.add(node.value.value)
-            elif _read_as_number(node, parent):
-                arrays.add(node.value.value)
-        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName)):
+            elif node.attr.value == "size":
+                sizes.append(node)
+        elif isinstance(node, cst.Call):
+            called.add(id(node.func))
+        elif isinstance(node, cst.Assign):
+            for target in node.targets:
+                rebound.update(t.value for t in syntax.unpacked_targets(target.target)
+                               if isinstance(t, cst.Name) and not _part_of(node.value, t.value))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName)):
             target = node.name if isinstance(node, cst.AsName) else node.target
-            value = parent.value if isinstance(node, cst.AssignTarget) and isinstance(parent, cst.Assign) else None
-            rebound.update(t.value for t in syntax.unpacked_targets(target)
-                           if isinstance(t, cst.Name) and not _part_of(value, t.value))
+            rebound.update(t.value for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name))
+    # `a.size` not called: a NumPy array's element count (a tensor's `size` is a method)
+    arrays = {node.value.value for node in sizes if id(node) not in called}
     return readers - rebound, arrays - rebound
 
 
@@ -64,11 +70,6 @@ def _part_of(value: Optional[cst.BaseExpression], name: str) -> bool:
     while isinstance(value, cst.Subscript):
         value = value.value
     return isinstance(value, cst.Name) and value.value == name
-
-
-def _read_as_number(node: cst.Attribute, parent) -> bool:
-    """`a.size` not called: a NumPy array's element count (a tensor's `size` is a method)."""
-    return node.attr.value == "size" and not (isinstance(parent, cst.Call) and parent.func is node)
 
 
 def _not_one_tensor(func: cst.FunctionDef) -> set[str]:

@@ -832,15 +832,13 @@ class FunctionValues:
     def _tensor_data(self, data: cst.BaseExpression, path) -> bool:
         """`data` computes on a tensor whose place is not the CPU by default: a local name bound
         only to a move (`s = self.s.to(x)`), or a buffer of the class (`self.table`)."""
-        moved = self._moved_names()
-        klass = next((n for n in path if isinstance(n, cst.ClassDef)), None)
-        buffers = self.facts.buffers(klass) if klass is not None else frozenset()
         for node, node_path in syntax.walk_with_paths(data, []):
-            if isinstance(node, cst.Name) and _is_variable(node_path) and node.value in moved:
+            if isinstance(node, cst.Name) and _is_variable(node_path) and node.value in self._moved_names():
                 return True
-            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
-                    and node.attr.value in buffers:
-                return True
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                klass = next((n for n in path if isinstance(n, cst.ClassDef)), None)
+                if klass is not None and node.attr.value in self.facts.buffers(klass):
+                    return True
         return False
 
     def _moved_names(self) -> frozenset:
