@@ -118,6 +118,12 @@ def cuda_missing(timeout: float = 300.0) -> Optional[str]:
     return None
 
 
+def _cuda_may_run(device: str) -> bool:
+    """Whether a run may initialize CUDA: `--device cuda`, or `auto` where an NVIDIA driver is
+    loaded (asked of the kernel, not of torch, which the parent never imports)."""
+    return device == "cuda" or (device == "auto" and os.path.exists("/proc/driver/nvidia/version"))
+
+
 def selectable_classes(source: str) -> dict[str, bool]:
     """The classes `FILE::Class` can select (at module level, in order), each with whether it may
     be an nn.Module. False where the static pass tells it cannot (no base, or only builtin,
@@ -155,7 +161,9 @@ def run_child(path: Path, options: Options) -> dict:
     env = dict(os.environ)
     if options.device == "stand-in":
         env["CUDA_VISIBLE_DEVICES"] = ""  # hermetic: a CPU-only host, whatever this machine has
-    limit = options.memory_mb * 1024 * 1024
+    # CUDA reserves far more address space than it uses (its init fails with "out of memory" under
+    # an 8 GB RLIMIT_AS): where CUDA may run, the limit is left to the timeout and the GPU's own
+    limit = None if _cuda_may_run(options.device) else options.memory_mb * 1024 * 1024
 
     progress_read, progress_write = os.pipe()
     # forked from the thread's warm process in a `warm_processes` block (torch imported once), else a fresh interpreter

@@ -23,7 +23,8 @@ torch sources and from the installed torch (2.13), and a GPU run is what confirm
 - "TensorIterator": elementwise ops (`device_check: NoCheck`). `compute_types` takes the first
   non-CPU device as the common one and, when the op allows CPU scalars (binary ops, lerp), lets
   one 0-dim CPU input through; a second one is "Trying to pass too many CPU scalars to non-CPU
-  kernel!". `build_ternary_op` (addcmul, addcdiv) allows none.
+  kernel!". `build_ternary_op` (addcdiv) allows none; addcmul's CUDA kernel takes a 0-dim CPU
+  `tensor2` and refuses one as `self` or `tensor1` with messages of its own (measured on real CUDA).
 - Checks of their own, quoted from the torch sources (each string is in the installed libtorch):
   reading with an index checks the indices' device (`check_indices_on_cpu_or_selfdevice` in the
   `index` meta function) but putting does not (`_index_put_impl_`: `make_info` moves the indices
@@ -46,6 +47,12 @@ ACCEPTS, REJECTS = "accepts", "rejects"
 
 SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices, {device} and cpu!"
 TOO_MANY_SCALARS = "Trying to pass too many CPU scalars to non-CPU kernel!"
+# addcmul's CUDA kernel (PointwiseOpsKernel.cu) on a 0-dim CPU `self` or `tensor1`
+ADDCMUL_SCALAR = {
+    "self": "CPU Scalar support for self argument is not supported when calling addcmul on CUDA tensors.",
+    "tensor1": "CPU Scalar support for tensor1 argument is not supported when calling addcmul on CUDA tensors. "
+               "However, CPU Scalar support for tensor2 is supported, please swap your tensor1 and tensor2 terms.",
+}
 CODEGEN = ("Expected all tensors to be on the same device, but got {arg} is on {bad}, different from other "
            "tensors on {common} (when checking argument in method {method})")
 INDICES = "indices should be either on cpu or on the same device as the indexed tensor ({self})"
@@ -168,6 +175,19 @@ def _iterator_check(tensors: list[torch.Tensor], cpu_scalars: int) -> Decision:
                              f"(it moves {read} to the device as numbers)")
 
 
+def _addcmul_check(named, tensors: list[torch.Tensor]) -> Decision:
+    """addcmul's CUDA kernel takes one 0-dim CPU `tensor2` (it reads it as a number) and refuses
+    one as `self` or `tensor1`, with messages of its own (measured on an H100, torch 2.11)."""
+    scalars = [name for name, t in named if _is_cpu(t) and t.dim() == 0]
+    if any(_is_cpu(t) and t.dim() != 0 for t in tensors) or len(scalars) != 1:
+        return _iterator_check(tensors, cpu_scalars=0)
+    if scalars == ["tensor2"]:
+        device = next(t.device for t in tensors if _is_device(t))
+        return Decision(ACCEPTS, f"a 0-dim CPU tensor2 beside {shown(device)} tensors in addcmul, which CUDA reads "
+                                 "as a number")
+    return Decision(REJECTS, ADDCMUL_SCALAR[scalars[0]])
+
+
 def decide(func, args, kwargs) -> Decision:
     """CUDA's verdict for an aten op whose tensor arguments are on the CPU and on a device."""
     try:
@@ -212,6 +232,8 @@ def _decide(func, args, kwargs) -> Decision:
     method = CODEGEN_METHODS.get(full) or CODEGEN_METHODS.get(base)
     if method is not None:
         return codegen_check(named, method) or Decision(ACCEPTS, f"{full}: every tensor on one device")
+    if base in ("addcmul", "addcmul_"):
+        return _addcmul_check(named, tensors)
     if base in NO_CPU_SCALAR_OPS:
         return _iterator_check(tensors, cpu_scalars=0)
     if torch.Tag.pointwise in getattr(func, "tags", ()) or base in CPU_SCALAR_OPS:
@@ -336,7 +358,13 @@ TABLE: list[Entry] = [
           TOO_MANY_SCALARS, "TensorIterator: at most one CPU scalar"),
     Entry("addcmul: 1-d CPU tensor1", "elementwise", lambda d: torch.addcmul(_d(d, 4), _c(4), _d(d, 4)), REJECTS, SD,
           "TensorIterator"),
-    Entry("addcmul: 0-dim CPU tensor1", "elementwise", lambda d: torch.addcmul(_d(d, 4), _c(()), _d(d, 4)), REJECTS, SD,
+    Entry("addcmul: 0-dim CPU tensor1", "elementwise", lambda d: torch.addcmul(_d(d, 4), _c(()), _d(d, 4)), REJECTS,
+          ADDCMUL_SCALAR["tensor1"], "addcmul's CUDA kernel refuses a CPU scalar tensor1"),
+    Entry("addcmul: 0-dim CPU self", "elementwise", lambda d: torch.addcmul(_c(()), _d(d, 4), _d(d, 4)), REJECTS,
+          ADDCMUL_SCALAR["self"], "addcmul's CUDA kernel refuses a CPU scalar self"),
+    Entry("addcmul: 0-dim CPU tensor2", "elementwise", lambda d: torch.addcmul(_d(d, 4), _d(d, 4), _c(())), ACCEPTS, "",
+          "addcmul's CUDA kernel reads a CPU scalar tensor2 as a number"),
+    Entry("addcdiv: 0-dim CPU tensor2", "elementwise", lambda d: torch.addcdiv(_d(d, 4), _d(d, 4), _c(())), REJECTS, SD,
           "TensorIterator: build_ternary_op allows no CPU scalar"),
     Entry("clamp: 0-dim CPU min tensor", "elementwise", lambda d: torch.clamp(_d(d, 4), min=_c(())), REJECTS,
           _cg("min", "wrapper_CUDA_clamp_Tensor"), "codegen (clamp.Tensor has device_check ExactSame)"),

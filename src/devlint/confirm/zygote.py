@@ -46,9 +46,9 @@ def warm_processes(startup_limit: float) -> Iterator[None]:
         pool.close()
 
 
-def spawn(env: dict, cwd: Path, memory: int, channel: int, progress: int) -> Optional[Child]:
+def spawn(env: dict, cwd: Path, memory: Optional[int], channel: int, progress: int) -> Optional[Child]:
     """The calling thread's zygote forks a child for one file (run in `cwd`, its address space
-    limited to `memory` bytes, writing its result on `channel` and its phases on `progress`);
+    limited to `memory` bytes or not at all, writing its result on `channel` and its phases on `progress`);
     None outside `warm_processes`, or where no zygote can serve."""
     pool = _POOL
     for _ in range(2):  # a zygote that died since its last file is replaced, once
@@ -142,7 +142,7 @@ class Zygote:
             return None
         return json.loads(data) if data else None
 
-    def spawn(self, cwd: Path, memory: int, channel: int, progress: int) -> Optional[Child]:
+    def spawn(self, cwd: Path, memory: Optional[int], channel: int, progress: int) -> Optional[Child]:
         (stdin, to_stdin), (from_stdout, stdout), (from_stderr, stderr) = os.pipe(), os.pipe(), os.pipe()
         request = json.dumps({"cwd": os.path.abspath(cwd), "memory": memory}).encode()  # the zygote's cwd is not ours
         try:
@@ -301,11 +301,12 @@ def _child(connection: socket.socket, request: dict, fds: list[int], torch, chil
         os._exit(status)
 
 
-def limit_resources(memory: int) -> None:
-    """What a file's process may take: `memory` bytes of address space, and no core dump. Called
-    in the new process before it runs anything (a fork, or a `preexec_fn`: hence `resource` is
-    imported with this module, not here)."""
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+def limit_resources(memory: Optional[int]) -> None:
+    """What a file's process may take: `memory` bytes of address space (None: no limit, for runs
+    that may initialize CUDA), and no core dump. Called in the new process before it runs anything
+    (a fork, or a `preexec_fn`: hence `resource` is imported with this module, not here)."""
+    if memory is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
