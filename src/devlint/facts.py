@@ -330,13 +330,14 @@ def _is_property(definition: cst.FunctionDef) -> bool:
 
 def is_buffer_registration(call: cst.Call, self_name: Optional[str]) -> bool:
     """`self.register_buffer(...)`, `self.register_uninitialized_buffer(...)`: a method of `self`
-    whose name starts with `register` (or `_register`) and mentions a buffer."""
+    whose name starts with `register` (or `_register`) and mentions a buffer; and torchmetrics'
+    `self.add_state(name, default)`, whose states `Metric._apply` moves with the module."""
     func = call.func
     if not (self_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
             and func.value.value == self_name):
         return False
     method = func.attr.value
-    return method.lstrip("_").startswith("register") and "buffer" in method
+    return method.lstrip("_").startswith("register") and "buffer" in method or method == "add_state"
 
 
 def _registered_buffers(method: cst.FunctionDef, lineage: list[ClassInfo]) -> set[str]:

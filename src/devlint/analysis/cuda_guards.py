@@ -112,7 +112,7 @@ class CudaGuards(Analysis):
             return self.facts.resolve(expr.func) == "torch.cuda.device_count"
         return isinstance(expr, cst.Name) and expr.value in self._count_names.get(self._scope(), ())
 
-    def _loops_over_devices(self, loop: cst.For) -> bool:
+    def _loops_over_devices(self, loop: cst.For | cst.CompFor) -> bool:
         """`for i in range(torch.cuda.device_count()):` (or `range(n)`, n bound to it): no
         iteration without CUDA."""
         it = loop.iter
@@ -157,6 +157,13 @@ class CudaGuards(Analysis):
             elif isinstance(parent, cst.For) and child is parent.body:
                 if self._loops_over_devices(parent):
                     return True
+            elif isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)) \
+                    and child is not parent.for_in:
+                clause = parent.for_in  # `[name(i) for i in range(torch.cuda.device_count())]`
+                while clause is not None:
+                    if self._loops_over_devices(clause):
+                        return True
+                    clause = clause.inner_for_in
             elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.decorators:
                 if parent not in self._decorator_guard:
                     self._decorator_guard[parent] = guards.has_skip_marker(parent)
