@@ -227,6 +227,28 @@ def test_dev012_a_device_kept_from_init_is_left_behind_by_a_move(tmp_path):
     assert MIX in gpu["message"] and gpu["use"] == {"row": 28}
 
 
+def test_dev012_confirmed_by_an_op_that_checks_devices_itself(tmp_path):
+    # meshgrid raises its own device error (real CUDA says the same) before any mix is recorded
+    results = confirm(tmp_path, """
+        class CoordRefiner(nn.Module):
+            def __init__(self, device="cpu"):
+                super().__init__()
+                self.device = torch.device(device)
+                self.mix = nn.Conv2d(6, 4, kernel_size=3, padding=1, device=self.device)
+
+            def forward(self, logits):
+                b, _, h, w = logits.shape
+                ys = torch.linspace(-1.0, 1.0, h, device=self.device)
+                xs = torch.linspace(-1.0, 1.0, w, device=logits.device)
+                grid = torch.stack(torch.meshgrid(ys, xs, indexing="ij")).expand(b, -1, -1, -1)
+                return logits + self.mix(torch.cat([logits, grid], dim=1))
+    """, "--select", "DEV012")
+    assert statuses(results) == [("DEV012", 10, "confirmed")]
+    message = results[0][2]["message"]
+    assert "the tensor placed with self.device at line 14 was made on cpu" in message
+    assert "meshgrid expects all tensors to have the same device" in message
+
+
 def test_dev007_data_not_moved_in_a_module_method(tmp_path):
     results = confirm(tmp_path, """
         class Noisy(nn.Module):

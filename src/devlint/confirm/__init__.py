@@ -310,7 +310,7 @@ def _judge(finding: engine.Finding, result: dict, lines: list[str], scopes: "Sco
     stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
     judge = RULE_JUDGES.get(finding.code)
     if judge is not None:
-        found = judge(Case(finding, events, bool(stopped), verdict, scopes))
+        found = judge(Case(finding, events, stopped, verdict, scopes))
         if found is not None:
             return found
     if owner is not None and owner["status"] == "not-run":
@@ -549,7 +549,7 @@ def _module_level_classes(body: list) -> Iterable[tuple[int, int, str]]:
 class Case:
     finding: engine.Finding
     events: list[dict]
-    stopped: bool  # a run of the owning class (or of every class) stopped early
+    stopped: list[dict]  # the runs of the owning class (or of every class) that stopped early
     verdict: object  # (status, message, use=None, origin=None) -> Verdict
     scopes: Scopes
 
@@ -696,7 +696,20 @@ def _judge_stale_device(case: Case) -> Optional[Verdict]:
     if made and not case.stopped:
         return case.verdict("not-reproduced", f"the tensor placed with self.{name} at line {row} never met a tensor on "
                             "another device", None, row)
+    # an op that checks devices itself (`meshgrid expects all tensors to have the same device`)
+    # stopped the run in this method, after the line made a CPU tensor there
+    if any(e.get("device") == "cpu" for e in made):
+        start, end = case.scopes.function_span(row)
+        for run in case.stopped:
+            if _DEVICE_ERROR.search(run.get("reason") or "") and row <= (run.get("row") or 0) <= end:
+                return case.verdict("confirmed", f"the tensor placed with self.{name} at line {row} was made on cpu, "
+                                    f"where the module was built, after the module moved; {run['reason']}", run["row"], row)
     return None
+
+
+# The words of torch's own device checks: "Expected all tensors to be on the same device", "meshgrid
+# expects all tensors to have the same device", "found at least two devices".
+_DEVICE_ERROR = re.compile(r"(on|have) the same device|at least two devices")
 
 
 RULE_JUDGES = {
