@@ -136,7 +136,8 @@ def self_name(func: cst.FunctionDef) -> Optional[str]:
 
 
 def unpacked_targets(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The targets of `a, (b, c) = ...`: a, b and c (a target that is not a tuple or list: itself)."""
+    """The leaves of a nested tuple or list, as in the targets of `a, (b, c) = ...` or the
+    elements of `f((a, (b, c)))`: a, b and c (anything else: itself)."""
     if isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
             yield from unpacked_targets(element.value)

@@ -636,16 +636,24 @@ class FunctionValues:
             self._derived = derived_names(self.node, self.params, self.facts, seeds)
         return self._derived
 
+    def bound_values(self) -> dict[str, list]:
+        """Each local name bound by a plain assignment (`name = ...`, `name: T = ...`), with the
+        values bound to it, in the order of the text."""
+        if self._bound_values is None:
+            self._bound_values = {}
+            for node in syntax.walk_expressions(self.node.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    for name in assigned_names(node):
+                        self._bound_values.setdefault(name.value, []).append(node.value)
+        return self._bound_values
+
     def factory_names(self) -> frozenset:
         """Local names bound only to tensor factories (`f = torch.zeros(n, device=d)`)."""
         if self._factory_names is None:
-            bound: dict[str, bool] = {}
-            for node in syntax.walk_expressions(self.node.body):
-                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                    made = isinstance(node.value, cst.Call) and self.facts.is_tensor_source(node.value) is not None
-                    for name in assigned_names(node):
-                        bound[name.value] = bound.get(name.value, True) and made
-            self._factory_names = frozenset(name for name, made in bound.items() if made)
+            self._factory_names = frozenset(
+                name for name, bound in self.bound_values().items()
+                if all(isinstance(v, cst.Call) and self.facts.is_tensor_source(v) is not None for v in bound)
+            )
         return self._factory_names
 
     def scalar_names(self) -> frozenset:
@@ -656,13 +664,8 @@ class FunctionValues:
     def host_names(self) -> frozenset:
         """Local names bound only to host values (`arr = x.cpu().numpy()`, `torch.from_numpy(...)`)."""
         if self._host_names is None:
-            bindings: dict[str, list] = {}
-            for node in syntax.walk_expressions(self.node.body):
-                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                    for name in assigned_names(node):
-                        bindings.setdefault(name.value, []).append(node.value)
             self._host_names = frozenset(
-                name for name, bound in bindings.items()
+                name for name, bound in self.bound_values().items()
                 if all(values.is_host_value(v, self.facts)
                        or isinstance(v, cst.Call) and self.facts.resolve(v.func) == names.FROM_NUMPY for v in bound)
             )
@@ -817,14 +820,8 @@ class FunctionValues:
     def _of_itself(self, expr: cst.BaseExpression, tracked: set) -> bool:
         """`expr` is computed from the followed value alone: it reads only the names bound to
         the value (`tracked`) and names bound only to expressions of those (`top = v.max()`)."""
-        if self._bound_values is None:
-            self._bound_values = {}
-            for node in syntax.walk_expressions(self.node.body):
-                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                    for name in assigned_names(node):
-                        self._bound_values.setdefault(name.value, []).append(node.value)
         own = set(tracked)
-        for name, bound in self._bound_values.items():
+        for name, bound in self.bound_values().items():
             if name not in own and name not in self.params and all(_made_of(v, tracked) for v in bound):
                 own.add(name)
         return _made_of(expr, own)

@@ -159,9 +159,7 @@ def _places_nothing(path, j: int) -> bool:
     """Whether the device path[j] is only compared (`dev == torch.device("cuda")`, `dev is ...`,
     `in`; also its `.type` or `.index`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
     logging call, `MSG.format(device=...)`): nothing is placed there."""
-    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) \
-            and isinstance(path[j - 2], (cst.Tuple, cst.List, cst.Set)):
-        j -= 2  # an element of a tuple, list or set: where the display goes decides
+    j = _display_holding(path, j)  # an element of a tuple, list or set: where the display goes decides
     node, parent = path[j], path[j - 1] if j > 0 else None
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
         return True
@@ -182,9 +180,7 @@ def _name_places_nothing(path, i: int) -> bool:
     whose reads all place nothing: there are none (`def __init__(self, device="cuda")` that never
     reads `device`), or each is compared or formatted into text (`f"self_{device_str}_memory"`).
     A `global`/`nonlocal` name, or a function calling `locals()` / `vars()`, keeps the finding."""
-    while i > 1 and isinstance(path[i - 1], (cst.Element, cst.StarredElement)) \
-            and isinstance(path[i - 2], (cst.Tuple, cst.List, cst.Set)):
-        i -= 2  # an element of a display: the name it is bound to decides
+    i = _display_holding(path, i)  # an element of a display: the name it is bound to decides
     value, parent = path[i], path[i - 1] if i > 0 else None
     if isinstance(parent, cst.Param) and parent.default is value:
         if not (i > 2 and isinstance(path[i - 2], cst.Parameters) and isinstance(path[i - 3], cst.FunctionDef)):
@@ -241,11 +237,18 @@ def _reads(body: cst.CSTNode, name: str):
             stack.append(path + [child])
 
 
+def _display_holding(path, j: int) -> int:
+    """The index in path of the outermost tuple, list or set display that holds path[j] as an
+    element (through nested displays), or j when none does."""
+    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) \
+            and isinstance(path[j - 2], (cst.Tuple, cst.List, cst.Set)):
+        j -= 2
+    return j
+
+
 def _unpacked_store(path) -> bool:
     """The name at path[-1] is one of the targets of `a, b = ...` (or of a `for`)."""
-    j = len(path) - 1
-    while j > 1 and isinstance(path[j - 1], (cst.Element, cst.StarredElement)) and isinstance(path[j - 2], (cst.Tuple, cst.List)):
-        j -= 2
+    j = _display_holding(path, len(path) - 1)
     if j == len(path) - 1 or j < 1:
         return False
     parent = path[j - 1]

@@ -3,7 +3,7 @@ to an accelerator. Doc: rules/DEV007.md; fixture: tests/fixtures/DEV007.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
@@ -74,12 +74,12 @@ class InputDeviceMismatch(Rule):
         placement = scan.placed.get(module.value) if isinstance(module, cst.Name) else None
         if placement is not None:
             for arg in inputs:
-                for element in _elements(arg.value):
+                for element in syntax.unpacked_targets(arg.value):
                     self._meet(scan, call, element, placement, module=True, star=arg.star == "**")
             return
         if not self._combines(scan, func, qualified):
             return
-        elements = [e for a in call.args if not a.star for e in _elements(a.value)]
+        elements = [e for a in call.args if not a.star for e in syntax.unpacked_targets(a.value)]
         placed = next((p for p in map(scan.placement_of, elements) if p is not None), None)
         if placed is not None:
             for element in elements:
@@ -254,10 +254,3 @@ def _loads(root: cst.CSTNode, name: str) -> int:
 def _is_target(node: cst.Name, parent) -> bool:
     return isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node
 
-
-def _elements(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        for element in expr.elements:
-            yield from _elements(element.value)
-    else:
-        yield expr

@@ -113,7 +113,7 @@ class _Scope:
         self.items: dict[str, cst.BaseExpression] = {}  # loop target key -> the iterated expression
         self.tensor_uses: set[str] = set()
         # `**x`, `x["key"]`, `x.to_dict()`: a mapping or an object with members no tensor has
-        self.mapping_uses: set[str] = set()
+        self.non_tensor_uses: set[str] = set()
         self.self_name = self_name
         self.tensor_params: set[str] = set()
         if func is not None:
@@ -141,15 +141,15 @@ class _Scope:
             if attr in TENSOR_ONLY_ATTRIBUTES or (called and attr in TENSOR_ONLY_CALLS):
                 self.tensor_uses.add(key)
             elif attr not in TENSOR_MEMBERS and not attr.startswith("__"):
-                self.mapping_uses.add(key)  # `batch.to_dict()`, `batch.positions`: no tensor has it
+                self.non_tensor_uses.add(key)  # `batch.to_dict()`, `batch.positions`: no tensor has it
         elif isinstance(node, cst.Arg) and node.star == "**":
             key = _key(node.value)
             if key is not None:
-                self.mapping_uses.add(key)
+                self.non_tensor_uses.add(key)
         elif isinstance(node, cst.Subscript) and _string_key(node):
             key = _key(node.value)
             if key is not None:
-                self.mapping_uses.add(key)
+                self.non_tensor_uses.add(key)
         elif isinstance(node, cst.BinaryOperation):
             for operand in (node.left, node.right):
                 key = _key(operand)
@@ -209,7 +209,7 @@ class _Scope:
         values = self.bindings.get(key, [])
         if any(v is not None and self._is_module_value(v) for v in values):
             return False
-        if key in self.mapping_uses:  # no tensor: its `.to()` (a BatchEncoding's, a graph batch's) moves in place
+        if key in self.non_tensor_uses:  # no tensor: its `.to()` (a BatchEncoding's, a graph batch's) moves in place
             return False
         if key in self.tensor_uses or key in self.tensor_params:
             return True
