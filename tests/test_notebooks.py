@@ -90,6 +90,25 @@ def test_findings_are_reported_by_cell(tmp_path):
     assert "Found 3 findings." in r.stdout
 
 
+def test_a_cells_last_expression_is_displayed_not_dropped(tmp_path):
+    """DEV010: Jupyter shows the value of a cell's last expression, so `x.cpu()` there is used;
+    the same statement before another one in its cell drops the copy."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import torch\nx = torch.ones(3)"),
+        nbformat.v4.new_code_cell("x.cpu()"),  # displayed
+        nbformat.v4.new_code_cell("x.cpu()\nprint(x)"),  # dropped
+        nbformat.v4.new_markdown_cell("x.cpu()"),
+        nbformat.v4.new_code_cell("if True:\n    x.cpu()"),  # inside a block: not displayed
+        nbformat.v4.new_code_cell("x.cpu(); y = 1"),  # not the cell's last statement
+        nbformat.v4.new_code_cell("x.cpu()"),  # the notebook's last cell: displayed
+    ]
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(nb), encoding="utf-8")
+    r = devlint("--select", "DEV010", "--output-format", "json", "nb.ipynb", cwd=tmp_path)
+    assert [(x["cell"], x["location"]["row"]) for x in json.loads(r.stdout)] == [(3, 1), (5, 2), (6, 1)]
+
+
 def test_json_records_name_the_cell_and_rows_inside_it(tmp_path):
     copy(tmp_path)
     records = json.loads(devlint("--output-format", "json", "nb.ipynb", cwd=tmp_path).stdout)

@@ -4,6 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+# The comment line that starts each cell of a notebook joined into one module (the cell's
+# number follows; a notebook holding such a line itself gets a longer marker with this start).
+CELL_MARKER = "# devlint: cell"
+
 SAFE, UNSAFE = "safe", "unsafe"
 
 

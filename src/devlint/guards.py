@@ -8,7 +8,7 @@ import libcst as cst
 from devlint import syntax
 
 AVAILABILITY = "availability"  # CUDA availability or a device choice (`use_gpu`, `device == "cpu"`)
-PLACEMENT = "placement"  # a tensor's own placement (`x.is_cuda`, `x.device.type == "cuda"`)
+PLACEMENT = "placement"  # a tensor's own placement (`x.is_cuda`, `x.device.type == "cuda"`, `x.get_device() >= 0`)
 EXIT_CALLS = frozenset({"skip", "skipTest", "exit", "_exit", "abort"})
 
 
@@ -29,6 +29,8 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
                 return AVAILABILITY  # `device_ids`: the CUDA devices of DataParallel / DDP
         elif isinstance(node, cst.Call) and _starts_with_cuda(node):  # `device.startswith("cuda")`
             return AVAILABILITY
+        elif isinstance(node, cst.Comparison) and _compares_device_index(node):
+            kind = kind or PLACEMENT  # `x.get_device() != -1`: -1 is the CPU, any other index a device
         elif isinstance(node, cst.Comparison) and _compares_device_literal(node):
             operands = [node.left, *(t.comparator for t in node.comparisons)]
             if any(_mentions_device_attribute(o) for o in operands):
@@ -36,6 +38,14 @@ def cuda_test_kind(test: cst.BaseExpression) -> Optional[str]:
             else:
                 return AVAILABILITY
     return kind
+
+
+def _compares_device_index(node: cst.Comparison) -> bool:
+    """`x.get_device()` compared with a number: where the tensor x is."""
+    operands = [node.left, *(t.comparator for t in node.comparisons)]
+    return any(syntax.is_number_literal(o) for o in operands) and any(
+        isinstance(o, cst.Call) and isinstance(o.func, cst.Attribute) and o.func.attr.value == "get_device"
+        and not o.args for o in operands)
 
 
 def _starts_with_cuda(call: cst.Call) -> bool:

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from devlint.findings import Edit, Finding, Fix, ParseError, file_error
+from devlint.findings import CELL_MARKER, Edit, Finding, Fix, ParseError, file_error
 
 SUFFIX = ".ipynb"
 PLACEHOLDER = "pass  # devlint: magic"
 _PLACEHOLDER_LINE = re.compile(r"^[ \t]*pass  # devlint: magic$")
-_MARKER = "# devlint: cell"  # then the cell's number; a line of its own before each cell's code
+_MARKER = CELL_MARKER  # then the cell's number; a line of its own before each cell's code
 
 # At the start of a statement, Python never begins with `%`, `!` or `?`: IPython's magics,
 # shell escapes and help. `x = !ls` and `x = %time f()` assign their output.

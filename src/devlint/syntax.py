@@ -8,6 +8,8 @@ from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
+from devlint.findings import CELL_MARKER
+
 CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
 DEVICE_LITERAL = re.compile(r"(cuda|cpu|mps|xpu|xla|meta|hpu|npu)(:\d+)?")
 
@@ -269,3 +271,20 @@ def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional
         if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             continue
         stack.extend((child, node) for child in reversed(_evaluation_order(node)))
+
+
+def _starts_cell(lines: Sequence[cst.EmptyLine]) -> bool:
+    return any(line.comment is not None and line.comment.value.startswith(CELL_MARKER) for line in lines)
+
+
+def cell_results(module: cst.Module) -> set[int]:
+    """The ids of the small statements that end a cell of a joined notebook (the last one before
+    the next cell's marker, or the module's last one): Jupyter displays the value of such a
+    statement when it is an expression, so that value is used. Empty for a module that is no
+    notebook."""
+    if not _starts_cell(module.header):
+        return set()
+    body = list(module.body)
+    return {id(statement.body[-1]) for statement, following in zip(body, body[1:] + [None])
+            if isinstance(statement, cst.SimpleStatementLine)
+            and (following is None or _starts_cell(following.leading_lines))}

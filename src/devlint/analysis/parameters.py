@@ -18,6 +18,7 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     annotated `Tensor` (or a container of tensors), or used with one of the `evidence` members."""
     params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
     foreign, arrays = _foreign_member_readers(func)
+    foreign |= _converted_to_tensors(func, facts)
     candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
     if every_parameter:
         return [n for n in candidates if n not in foreign]
@@ -63,6 +64,33 @@ def _foreign_member_readers(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
     # `a.size` not called: a NumPy array's element count (a tensor's `size` is a method)
     arrays = {node.value.value for node in sizes if id(node) not in called}
     return readers - rebound, arrays - rebound
+
+
+# Factories that copy their data: given a tensor, they warn (use `clone().detach()`), so code
+# that rebinds a parameter to one (`x = torch.tensor(x, dtype=torch.float)`) was given data (a
+# list, numbers), not a tensor. `torch.as_tensor(x)` takes tensors as they are: no such sign.
+DATA_COPIES = frozenset({"torch.tensor"})
+
+
+def _converted_to_tensors(func: cst.FunctionDef, facts: FileFacts) -> set[str]:
+    """Parameters the body rebinds to a copy of their data (`x = torch.tensor(x)`, also
+    `x, k = torch.tensor(x), min(len(x), k)`): the parameter held data, not a tensor."""
+    converted = set()
+    for node in syntax.walk_expressions(func.body):
+        if not isinstance(node, cst.Assign):
+            continue
+        for target in node.targets:
+            pairs = [(target.target, node.value)]
+            if isinstance(target.target, cst.Tuple) and isinstance(node.value, cst.Tuple) \
+                    and len(target.target.elements) == len(node.value.elements):
+                pairs = [(t.value, v.value) for t, v in zip(target.target.elements, node.value.elements)]
+            for name, value in pairs:
+                if isinstance(name, cst.Name) and isinstance(value, cst.Call) \
+                        and facts.resolve(value.func) in DATA_COPIES:
+                    data = syntax.positional(value)
+                    if data and isinstance(data[0].value, cst.Name) and data[0].value.value == name.value:
+                        converted.add(name.value)
+    return converted
 
 
 def _part_of(value: Optional[cst.BaseExpression], name: str) -> bool:

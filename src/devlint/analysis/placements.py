@@ -39,6 +39,9 @@ class ScopeScan:
     losses: set = field(default_factory=set)  # names bound to an `nn.*Loss` instance
     cpu_devices: set = field(default_factory=set)  # names bound to a CPU device
     called: set = field(default_factory=set)  # names the scope calls as functions
+    tensors: set = field(default_factory=set)  # names bound to what a tensor method returns: not devices
+    scalars: set = field(default_factory=set)  # names bound to Python numbers (`n = x.shape[-1]`)
+    devices: set = field(default_factory=set)  # names bound to a device (`torch.device(...)`, `"cuda:0"`, `x.device`)
 
     def __post_init__(self) -> None:
         self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories)
@@ -65,6 +68,8 @@ class ScopeScan:
                 return None  # a CPU device, or a CPU tensor's
             if name in self.placed and name not in self.modules:
                 return self.placed[name]  # `.to(x)`: where x is
+            if name in self.tensors:
+                return None  # `.to(t)` with a tensor t not placed here: where t is, not known
         elif isinstance(device, cst.Attribute) and device.attr.value == "device":
             owner = device.value
             if isinstance(owner, cst.Name) and owner.value not in _SETTINGS:
@@ -76,7 +81,8 @@ class ScopeScan:
         tokenizer, `.cpu()`), or None. 0-dim scalars are not counted."""
         factory = self.device_less_factory(expr)
         if factory is not None:
-            return None if _is_scalar_factory(factory, self.facts) else CpuValue(FACTORY, factory, origin=factory)
+            scalar = _is_scalar_factory(factory, self.facts, lambda: frozenset(self.scalars))
+            return None if scalar else CpuValue(FACTORY, factory, origin=factory)
         reductions = 0
         while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self._tokenized(expr) is None
                and self.facts.resolve(expr.func) is None):
@@ -231,7 +237,7 @@ class ScopeScan:
         self.first_binding.setdefault(name, self.order.get(target, 0))
         for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets, self.dataset_calls):
             table.pop(name, None)
-        for group in (self.modules, self.losses, self.cpu_devices):
+        for group in (self.modules, self.losses, self.cpu_devices, self.tensors, self.scalars, self.devices):
             group.discard(name)
 
     def _move_in_place(self, expr: cst.BaseExpression) -> None:
@@ -278,6 +284,8 @@ class ScopeScan:
             return
         name = target.value
         self.first_binding.setdefault(name, self.order.get(node, 0))
+        self.tensors.discard(name)
+        self.scalars.discard(name)
         placement = self.placement_of(value)
         factory = self.device_less_factory(value)
         cpu = self.cpu_value(value) if placement is None and factory is None else None
@@ -322,6 +330,12 @@ class ScopeScan:
                 self.cpu_devices.add(name)
         elif syntax.string_value(value) == "cpu":
             self.cpu_devices.add(name)
+        if placement is None and factory is None and _tensor_result(value, self.facts):
+            self.tensors.add(name)
+        elif is_device_expression(value, self.facts, self.devices):
+            self.devices.add(name)
+        elif values.is_python_scalar(value, self.facts, lambda: frozenset(self.scalars)):
+            self.scalars.add(name)
 
 
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "amax", "amin"})
@@ -398,13 +412,41 @@ def _is_reduction(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _is_scalar_factory(call: cst.Call, facts) -> bool:
-    """`torch.tensor(2.0)`, `torch.tensor(len(x))`, `torch.tensor(x.shape[0] / 2)`: a 0-dim CPU
-    scalar (the same test as DEV003's)."""
+def _is_scalar_factory(call: cst.Call, facts, scalar_names: Callable[[], frozenset] = frozenset) -> bool:
+    """`torch.tensor(2.0)`, `torch.tensor(len(x))`, `torch.tensor(x.shape[0] / 2)`, `torch.tensor(n)`
+    with `n = x.shape[-1]`: a 0-dim CPU scalar (the same test as DEV003's)."""
     if facts.resolve(call.func) not in ("torch.tensor", "torch.as_tensor"):
         return False
     args = syntax.positional(call)
-    return len(args) == 1 and values.is_python_scalar(args[0].value, facts)
+    return len(args) == 1 and values.is_python_scalar(args[0].value, facts, scalar_names)
+
+
+def is_device_expression(expr: cst.BaseExpression, facts, device_names=frozenset()) -> bool:
+    """A device for sure: `torch.device(...)`, a device string (`"cuda:0"`, an f-string naming
+    one), `x.device`, a conditional between such, or a name in `device_names` (bound to one)."""
+    if isinstance(expr, cst.IfExp):
+        return is_device_expression(expr.body, facts, device_names) and is_device_expression(expr.orelse, facts, device_names)
+    if isinstance(expr, cst.Name):
+        return expr.value in device_names
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "device"
+    if isinstance(expr, cst.Call):
+        return facts.resolve(expr.func) == "torch.device"
+    value = syntax.string_value(expr)
+    return (value is not None and syntax.DEVICE_LITERAL.fullmatch(value) is not None) or syntax.fstring_starts_with_cuda(expr)
+
+
+# Tensor methods no module has, whose result is a tensor: a name bound to one holds no device.
+TENSOR_RESULT_METHODS = names.tensor_methods(names.RESHAPES, names.COMPUTES) - {
+    "to", "cuda", "cpu", "type", "float", "half", "double", "bfloat16", "apply", "train", "eval", "zero_grad",
+    "share_memory", "requires_grad_", "register_buffer",
+}
+
+
+def _tensor_result(value: cst.BaseExpression, facts) -> bool:
+    """`x.clone().reshape(-1, n)`: a tensor method's result (not a device, not a module)."""
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and facts.resolve(value.func) is None and value.func.attr.value in TENSOR_RESULT_METHODS)
 
 
 def _module_placement(value: cst.BaseExpression, modules: set) -> bool:

@@ -619,6 +619,7 @@ class FunctionValues:
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
         self._returns_moved: Optional[bool] = None
+        self._flow: Optional[_Flow] = None
 
     @property
     def params(self) -> list[str]:
@@ -685,7 +686,40 @@ class FunctionValues:
         return is_derived(expr, self.derived, self.facts)
 
     def meets_derived(self, met) -> bool:
-        return any(self.is_tensor(expr) for expr in met)
+        return any(self._tensor_here(expr) for expr in met)
+
+    def _tensor_here(self, expr: cst.BaseExpression, apart: frozenset = frozenset()) -> bool:
+        """is_tensor (less the names `apart`), where a name whose binding that reaches expr is a
+        host value (`curr = curr.cpu().float()` on the lines before) counts as that value."""
+        derived = self.derived - apart
+        if not is_derived(expr, derived, self.facts):
+            return False
+        host_here = {n.value for n in syntax.walk(expr) if isinstance(n, cst.Name) and n.value in derived
+                     and self._host_binding_reaches(n)}
+        return not host_here or is_derived(expr, derived - host_here, self.facts)
+
+    def _host_binding_reaches(self, use: cst.Name) -> bool:
+        """The last binding of `use`'s name before it is `name = <host value>`, in a block that
+        holds the use (it always runs before it), with no later binding in a loop around the use."""
+        if self._flow is None:
+            self._flow = _Flow(self.node)
+        flow = self._flow
+        at = flow.order.get(id(use))
+        bindings = flow.bindings.get(use.value, [])
+        before = [b for b in bindings if b[0] < at] if at is not None else []
+        if not before:
+            return False
+        enclosing = {id(n): n for n in flow.ancestors(use)}
+        before = [b for b in before if id(b[1]) not in enclosing]  # `x = f(x)` reads the x bound before it
+        if not before:
+            return False
+        index, statement, value = before[-1]
+        if value is None or not values.is_host_value(value, self.facts):
+            return False
+        if id(flow.parents.get(id(statement))) not in enclosing:
+            return False  # bound in a branch the use may not follow
+        loops = [id(n) for n in enclosing.values() if isinstance(n, (cst.For, cst.While))]
+        return not any(i > at and any(id(a) in loops for a in flow.ancestors(s)) for i, s, _ in bindings)
 
     def verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
@@ -808,7 +842,7 @@ class FunctionValues:
                     move_assigns.add(statement)
             elif found.kind == USE:
                 first_use = first_use or found
-                if first_meet is None and any(is_derived(e, self.derived - arm_local, self.facts) for e in found.met):
+                if first_meet is None and any(self._tensor_here(e, arm_local) for e in found.met):
                     first_meet = found
             elif found.kind == ASSIGNED and found.name:
                 bound = set(_bound_names(found.at)) or {found.name}
@@ -946,6 +980,39 @@ class FunctionValues:
                 _caller_values(self, function).moved_before_use(path) for function, path in sites
             )
         return self._returns_moved
+
+
+class _Flow:
+    """A function body's nodes in evaluation order with their parents, and each local name's
+    bindings: (position, the statement line, the value bound; None when not one value)."""
+
+    def __init__(self, func: cst.FunctionDef) -> None:
+        self.order: dict[int, int] = {}
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.bindings: dict[str, list] = {}
+        for index, (node, parent) in enumerate(syntax.walk_with_parents(func.body)):
+            self.order[id(node)] = index
+            if parent is not None:
+                self.parents[id(node)] = parent
+            if isinstance(node, cst.Assign):
+                single = len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                for target in node.targets:
+                    for name in syntax.unpacked_targets(target.target):
+                        if isinstance(name, cst.Name):
+                            self.bindings.setdefault(name.value, []).append((index, parent, node.value if single else None))
+            elif isinstance(node, (cst.For, cst.CompFor, cst.AsName, cst.AnnAssign)):
+                target = node.name if isinstance(node, cst.AsName) else node.target
+                value = node.value if isinstance(node, cst.AnnAssign) else None
+                for name in syntax.unpacked_targets(target):
+                    if isinstance(name, cst.Name):
+                        self.bindings.setdefault(name.value, []).append((index, node, value))
+
+    def ancestors(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        out, current = [], self.parents.get(id(node))
+        while current is not None:
+            out.append(current)
+            current = self.parents.get(id(current))
+        return out
 
 
 def _caller_values(callee: "FunctionValues", function: cst.FunctionDef) -> "FunctionValues":

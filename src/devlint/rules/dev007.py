@@ -235,12 +235,23 @@ def _fix_applicability(scan: ScopeScan, scope: _ScopeInputs, factory: cst.Call, 
         bound = scan.first_binding.get(device.value)
         if bound is not None and bound > scan.order.get(factory, 0):
             return None  # `device` is bound only after the factory runs
+        if not _a_device(scan, device):
+            return None  # `.to(ref)` also takes a tensor, which `device=` does not
     elif device is None or syntax.string_value(device) is None:
         return None  # only a name or a literal in scope
     name = scan.factory_names.get(factory)
     other_uses = name is not None and _loads(scan.root, name) > scope.input_loads.get(name, 0)
     # on the device, the tensor's other uses (`.numpy()`, host code) would change
     return SAFE if placement.exact and not other_uses else UNSAFE
+
+
+# Words a name uses to say it holds a device (`device`, `dev`, `gpu_id`, `local_rank`).
+_DEVICE_WORDS = ("device", "dev", "gpu", "cuda", "rank")
+
+
+def _a_device(scan: ScopeScan, name: cst.Name) -> bool:
+    """A name known to hold a device: bound here to one, or saying so (`device`, `local_rank`)."""
+    return name.value in scan.devices or any(word in name.value.lower() for word in _DEVICE_WORDS)
 
 
 def _loads(root: cst.CSTNode, name: str) -> int:

@@ -57,7 +57,9 @@ class DiscardedMove(Rule):
         self._check(node, frame.self_name, node.body, moves, forward)
 
     def leave_Module(self, node: cst.Module) -> None:
-        moves = self._moves.pop(None)
+        # a notebook cell's last expression is displayed: its value is used, not dropped
+        shown = syntax.cell_results(node)
+        moves = [m for m in self._moves.pop(None) or () if id(m) not in shown]
         if moves:
             self._check(None, None, node, moves, False)
 
