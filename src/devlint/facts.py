@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from devlint import guards, names, syntax
+from devlint.torch_buffers import TORCH_MODULE_BUFFERS
 from devlint.analysis import bindings
 
 @dataclass
@@ -163,10 +164,19 @@ class FileFacts:
         string of a list or tuple a loop hands to one (`for key in self._buffer_names:
         self.register_buffer(key, None)`, the list written in the loop or bound in the body of the
         class or of a same-file base). `self.NAME = ...` then sets that buffer, which
-        `model.to()` moves: it sets no plain attribute."""
+        `model.to()` moves: it sets no plain attribute. So do the torch classes it derives from
+        (`weight` of `nn.BCELoss`, `running_mean` of `nn.BatchNorm2d`: a table generated from torch)."""
         return self._over_lineage(node, self._buffers, lambda info: {
             name for definitions in info.methods.values() for definition in definitions
-            for name in _registered_buffers(definition, self._lineage(info))})
+            for name in _registered_buffers(definition, self._lineage(info))} | self._torch_base_buffers(info))
+
+    def _torch_base_buffers(self, info: ClassInfo) -> set[str]:
+        found = set()
+        for base in info.node.bases:
+            qualified = self.resolve(base.value) or ""
+            if qualified.startswith("torch.nn."):
+                found |= TORCH_MODULE_BUFFERS.get("torch.nn." + qualified.rsplit(".", 1)[-1], frozenset())
+        return found
 
     def _over_lineage(self, node: cst.ClassDef, cache: dict, own) -> frozenset[str]:
         """What `own(info)` finds in the class or any of its same-file bases; each class's own

@@ -147,6 +147,10 @@ class UnregisteredTensorAttribute(Rule):
         integral = kind == TENSOR and is_integral(value, integral_names, self.facts)
         properties = self.facts.properties(frame.klass.node)
         for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)):  # `self.a, self.b = None, None`: attributes taken
+                self._classes[frame.klass].plain.update(
+                    a for a in (frame.self_attribute(t) for t in syntax.unpacked_targets(target)) if a is not None)
+                continue
             attribute = frame.self_attribute(target)
             if attribute is not None:
                 if attribute in properties:
@@ -251,7 +255,8 @@ class UnregisteredTensorAttribute(Rule):
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and self.facts.resolve(value.func) is None:
             value = value.func.value  # `torch.arange(n).float()`: the factory
         if isinstance(value, cst.Call) and (self.facts.resolve(value.func) or "").startswith("torch."):
-            where = "" if syntax.keyword(value, "device") else " on the CPU"
+            # only a factory decides the device; another torch function computes where its inputs are
+            where = "" if syntax.keyword(value, "device") or self.facts.is_tensor_source(value) is None else " on the CPU"
             return f"`{syntax.dotted_name(value.func)}()` makes the tensor{where}"
         return "the tensor is made"
 
