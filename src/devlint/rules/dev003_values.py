@@ -90,8 +90,12 @@ def _is_one_dim_factory(node: cst.CSTNode, facts) -> bool:
         sizes = [size.value] if size is not None else positional[:1] if source == "torch.full" else positional
     elif source == "torch.randint":
         sizes = [size.value] if size is not None else positional[-1:]
-    elif source in ("torch.tensor", names.AS_TENSOR):
+    elif source in ("torch.tensor", names.AS_TENSOR) or source in names.LEGACY_CONSTRUCTORS:
         data = positional[:1]
+        if len(positional) != 1 and source in names.LEGACY_CONSTRUCTORS:
+            return False  # `torch.LongTensor(2, 3)`: sizes
+        if data and isinstance(data[0], cst.ListComp):  # `[len(t) for t in targets]`: Python numbers
+            return values.is_python_scalar(data[0].elt, facts)
         return bool(data) and isinstance(data[0], (cst.List, cst.Tuple)) and all(
             isinstance(e, cst.Element) and values.is_python_scalar(e.value, facts) for e in data[0].elements
         )
@@ -270,6 +274,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     func = call.func
     if isinstance(func, cst.Name) and func.value in _HOST_READING_BUILTINS and walk.facts.resolve(func) is None:
         return Fate(NON_TENSOR, walk.met)  # `int(v)`, `range(v)`: read on the host
+    if walk.one_dim and isinstance(func, cst.Name) and func.value in _ITERATING_BUILTINS and walk.facts.resolve(func) is None:
+        return Fate(NEUTRAL, walk.met)  # `enumerate(lengths)`: the items of a 1-dim tensor are 0-dim CPU scalars
     if _read_as_size(walk, call, parent):
         return Fate(NON_TENSOR, walk.met)
     qualified = walk.facts.resolve(func)
@@ -286,6 +292,7 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
             return walk.use(*others)
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
+        walk.kept = qualified in _ELEMENTWISE_FUNCTIONS and len(syntax.positional(call)) == 1
         return None
     if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and parent is not call.args[0] \
             and _in_init(walk.path):
@@ -308,6 +315,12 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
 
 # Builtins that read their argument as Python numbers (`range(n)`, `int(t)`): a host end.
 _HOST_READING_BUILTINS = names.NON_TENSOR_BUILTINS | {"range"}
+# torch functions whose result has the shape of their one tensor argument (`torch.clamp(t, max=n)`).
+_ELEMENTWISE_FUNCTIONS = frozenset(
+    "torch." + name for name in "clamp clip abs round floor ceil trunc sign neg exp log sqrt".split()
+)
+# Builtins that iterate their argument in Python: a 1-dim tensor's items are 0-dim tensors.
+_ITERATING_BUILTINS = frozenset({"enumerate", "zip", "iter", "reversed"})
 # Tensor methods whose arguments are sizes, dimensions or counts, read as Python numbers.
 _SIZE_METHODS = frozenset(
     "view reshape repeat expand unflatten narrow permute transpose flip roll movedim split chunk select"
@@ -737,8 +750,7 @@ class FunctionValues:
                 data[0].value, self.derived | self._self_call_results(), self.facts
             ):
                 return Verdict()  # `torch.tensor(self.loss(x, y) * a)`: a tensor where x is, copied there
-            if len(data) == 1 and (values.is_python_scalar(data[0].value, self.facts, self.scalar_names)
-                                   or self._scalar_attribute(data[0].value)):
+            if len(data) == 1 and self._scalar_expression(data[0].value):
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
@@ -903,6 +915,17 @@ class FunctionValues:
                 statement = _storing_statement(path)
                 if statement is not None and call not in set(syntax.walk(statement)):
                     return False
+        return False
+
+    def _scalar_expression(self, expr: cst.BaseExpression) -> bool:
+        """A Python scalar: as `values.is_python_scalar` says, or arithmetic over such values and
+        the class's scalar attributes (`2 * self.sparsity - 1`)."""
+        if values.is_python_scalar(expr, self.facts, self.scalar_names) or self._scalar_attribute(expr):
+            return True
+        if isinstance(expr, cst.UnaryOperation):
+            return self._scalar_expression(expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._scalar_expression(expr.left) and self._scalar_expression(expr.right)
         return False
 
     def _scalar_attribute(self, expr: cst.BaseExpression) -> bool:
