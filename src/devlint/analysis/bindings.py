@@ -15,6 +15,10 @@ methods in it. A name is bound here when:
   call it before), and not only under `if __name__ == "__main__":` (that block does not run
   when the file is imported), unless the function is defined in that block too.
 
+An earlier binding counts only where it has run whenever the code runs: not in one arm of an
+`if` the code is not in (unless every arm binds the name), nor in a loop's body or an `except`
+block the code is not in.
+
 Decorators and defaults run where their definition stands. A class body sees its own earlier
 bindings. Comprehension variables and star imports are not counted (a fix does not write them).
 """
@@ -48,14 +52,60 @@ def name_bound_at(name: str, ancestors: Sequence[cst.CSTNode]) -> bool:
             if declared == "nonlocal":
                 continue
         bindings = list(_bindings(scope, name, position))
-        if bindings:  # local to this scope: bound only by an earlier binding
-            return any(before for before, _ in bindings)
+        if bindings:  # local to this scope: bound only by an earlier binding on every path
+            return any(before and _runs_first(path, ancestors, name) for before, path in bindings)
     module, position = scopes[-1]
     in_function = len(scopes) > 1
     return any(
-        before and not (in_function and _only_under_main(path, ancestors))
+        before and not (in_function and _only_under_main(path, ancestors)) and _runs_first(path, ancestors, name)
         for before, path in _bindings(module, name, position)
     )
+
+
+def _runs_first(path: list, ancestors: Sequence[cst.CSTNode], name: str) -> bool:
+    """Whether the binding at the end of `path` has run whenever the code at `ancestors[-1]`
+    runs: every branch it sits in (an arm of an `if`, a loop's body, an `except` or `else`
+    block) holds that code too, or is an arm of an `if` whose every arm binds the name.
+    `device = ...` in one arm of an `if` alone is not there after it."""
+    held = {id(node) for node in ancestors}
+    for node, child in zip(path, path[1:]):
+        if isinstance(node, cst.If) and child is not node.test and id(child) not in held:
+            if not _binds_in_every_arm(node, name):
+                return False  # in an arm the code is not in
+        elif isinstance(node, cst.For) and child is not node.iter and id(node) not in held:
+            return False  # a loop's body (or its target) may never run
+        elif isinstance(node, cst.While) and child is not node.test and id(node) not in held:
+            return False
+        elif isinstance(node, cst.Try) and child is not node.body and id(child) not in held:
+            return False  # an `except`, `else` or `finally` block
+    return True
+
+
+def _binds_in_every_arm(node: cst.If, name: str) -> bool:
+    """`if a: device = x` / `elif b: device = y` / `else: device = z`: every arm binds the name in
+    its own block (an `if` there binding it in every arm counts)."""
+    arm: Optional[cst.CSTNode] = node
+    while isinstance(arm, cst.If):
+        if not _block_binds(arm.body, name):
+            return False
+        arm = arm.orelse
+    return isinstance(arm, cst.Else) and _block_binds(arm.body, name)
+
+
+def _block_binds(block: cst.BaseSuite, name: str) -> bool:
+    for statement in syntax.block_statements(block):
+        if isinstance(statement, cst.If) and _binds_in_every_arm(statement, name):
+            return True
+        for small in syntax.small_statements(statement):
+            if isinstance(small, cst.Assign) and any(
+                isinstance(t, cst.Name) and t.value == name
+                for target in small.targets for t in syntax.unpacked_targets(target.target)):
+                return True
+            if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar) and any(
+                (syntax.dotted_name(a.asname.name) if a.asname else (syntax.dotted_name(a.name) or "").split(".")[0]) == name
+                for a in small.names):
+                return True
+    return False
 
 
 def function_bindings(name: str, ancestors: Sequence[cst.CSTNode]) -> Optional[list[cst.CSTNode]]:
