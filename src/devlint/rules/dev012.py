@@ -121,7 +121,11 @@ class StaleDeviceAttribute(Rule):
                 param = first_used_param(func, params, self.facts)
             related = [(attribute.init_targets[0], f"`self.{name}` is set in `__init__`")]
             fix, hint, ending = None, "the device of an input (`x.device`)", None
-            if param is not None and _moves_itself(call, param, frame.node, self.facts):
+            if param is not None and (_placed_with(param, name, frame, call)
+                                      or _moves_param_too(uses, name, param, call)):
+                # `x = x.to(self.device)` above: `x.device` is `self.device` again, so the fix would change nothing
+                hint = f"the device of the module's own weights (`next(self.parameters()).device`), not `{param}.device`"
+            elif param is not None and _moves_itself(call, param, frame.node, self.facts):
                 # `x.to(x.device)` would move nothing: the device has to come from the module's weights
                 hint = f"the device of the module's own weights (`next(self.parameters()).device`), not `{param}.device`"
             elif param is not None:
@@ -230,6 +234,25 @@ def _self_name(expr: cst.BaseExpression, self_name: str) -> Optional[str]:
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
         return expr.attr.value
     return None
+
+
+def _moves_param_too(uses: list, attribute: str, param: str, call: cst.Call) -> bool:
+    """Whether the method also moves `param` itself with `self.ATTRIBUTE` (`x = x.to(self.device)`
+    beside `y = y.to(self.device)`): the inputs are placed by the stale device, so none of them
+    tells the module's device."""
+    return any(
+        other is not call and isinstance(other.func, cst.Attribute) and other.func.attr.value == "to"
+        and isinstance(other.func.value, cst.Name) and other.func.value.value == param and used == attribute
+        for used, _, other in uses)
+
+
+def _placed_with(param: str, attribute: str, frame: FunctionFrame, at: cst.CSTNode) -> bool:
+    """Whether `param` was last bound, before `at`, to a value placed with `self.ATTRIBUTE`
+    itself (`x = x.to(self.device)`): then `x.device` names the same stale device."""
+    value = _last_binding(frame.node, param, at)
+    return value is not None and any(
+        isinstance(n, cst.Attribute) and n.attr.value == attribute and isinstance(n.value, cst.Name)
+        and n.value.value == frame.self_name for n in syntax.walk(value))
 
 
 def _moves_itself(call: cst.Call, param: str, function: cst.FunctionDef, facts) -> bool:
