@@ -631,7 +631,7 @@ class FunctionValues:
         self._moved: Optional[frozenset] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
-        self._returns_moved: Optional[bool] = None
+        self._returns_moved: Optional[dict] = None  # tuple position (None: the whole value) -> moved at every call
         self._flow: Optional[_Flow] = None
 
     @property
@@ -754,7 +754,7 @@ class FunctionValues:
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
-        if found.kind == USE and self._returned_and_moved(found):
+        if found.kind == USE and self._returned_and_moved(found, call):
             return Verdict()
         if found.kind == USE:
             return Verdict(found, found if self.meets_derived(found.met) else None)
@@ -806,13 +806,14 @@ class FunctionValues:
                             self._source_names.setdefault(target.value, first)
         return self._source_names
 
-    def _follow(self, name: str, path, one_dim: bool = False) -> "Verdict":
-        """Follow a local name from the statement that binds it to its later uses.
+    def _follow(self, name: str, path, one_dim: bool = False, alone: bool = False) -> "Verdict":
+        """Follow a local name from the statement that binds it to its later uses (`alone`:
+        that name only, not the others the statement binds).
 
         Flow-light: code in a branch exclusive with the binding's (the other arm of its `if`)
         neither uses the value nor ends it."""
         binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.Expr)))
-        tracked = set(_bound_names(binding)) or {name}
+        tracked = {name} if alone else set(_bound_names(binding)) or {name}
         one_dim_names = {name} if one_dim else set()  # those known to hold a 1-dim tensor
         arms = _branch_arms(path)
         arm_local = self._arm_local_names(path)
@@ -843,7 +844,7 @@ class FunctionValues:
                 continue
             found = fate(node_path, self.facts, self.is_tensor, self.host_tables, node.value in one_dim_names,
                          self.methods, self.factory_names())
-            if found.kind == USE and self._returned_and_moved(found):
+            if found.kind == USE and self._returned_and_moved(found, node):
                 found = Fate(MOVE, found.met)
             if found.kind == USE and found.met and all(self._of_itself(e, tracked) for e in found.met):
                 continue  # `m.masked_fill(m != 0, v)`: the value meets only itself, where it was made
@@ -969,10 +970,22 @@ class FunctionValues:
                     bound[target.value] = bound.get(target.value, True) and plain
         return {name for name, plain in bound.items() if plain}
 
-    def moved_before_use(self, path) -> bool:
-        """Whether the value path[-1] makes (a call's result) is moved before any use."""
+    def moved_before_use(self, path, position: Optional[int] = None) -> bool:
+        """Whether the value path[-1] makes (a call's result) is moved before any use; with a
+        `position`, the element at that position of the tuple the call returns, which the call
+        site must unpack (`a, b = self.f(x)`)."""
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
+        if position is not None:
+            if found.kind != ASSIGNED or not isinstance(found.at, cst.Assign) or len(found.at.targets) != 1:
+                return False
+            target = found.at.targets[0].target
+            parts = list(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else []
+            if len(parts) <= position or any(isinstance(e, cst.StarredElement) for e in parts) \
+                    or not isinstance(parts[position].value, cst.Name):
+                return False
+            verdict = self._follow(parts[position].value.value, path, alone=True)
+            return verdict.moved and verdict.forward_use is None
         if found.kind == MOVE:
             return True
         if found.kind != ASSIGNED or not found.name:
@@ -980,13 +993,23 @@ class FunctionValues:
         verdict = self._follow(found.name, path, found.one_dim)
         return verdict.moved and verdict.forward_use is None
 
-    def _returned_and_moved(self, use: Fate) -> bool:
-        """A plain `return v` of a method whose result is moved before use at every call site
-        in its class and the same file's subclasses (`self.kernel(n).repeat(c, 1).to(y)`): the
-        value is moved before use."""
+    def _returned_and_moved(self, use: Fate, value: cst.CSTNode) -> bool:
+        """`return v` (or `return a, v`) of a method whose result (or that element of it) is
+        moved before use at every call site in its class and the same file's subclasses
+        (`self.kernel(n).repeat(c, 1).to(y)`; `a, v = self.f(x)` then `v.to(y)`): the value
+        is moved before use. `value` is the node the use was found from."""
         if not isinstance(use.at, cst.Return) or use.met or self.name is None:
             return False
+        returned = use.at.value
+        position = None
+        if isinstance(returned, cst.Tuple):
+            position = next((k for k, e in enumerate(returned.elements)
+                             if not isinstance(e, cst.StarredElement) and any(n is value for n in syntax.walk(e.value))), None)
+            if position is None:
+                return False
         if self._returns_moved is None:
+            self._returns_moved = {}
+        if position not in self._returns_moved:
             owner = next((info for info in self.facts.classes.values() if info.methods is self.methods), None)
             classes = self.facts.with_subclasses(owner) if owner is not None else []
             functions = [f for info in classes for defs in info.methods.values() for f in defs] or [
@@ -998,11 +1021,11 @@ class FunctionValues:
                 and node.func.attr.value == self.name and isinstance(node.func.value, cst.Name)
                 and node.func.value.value in ("self", "cls")
             ]
-            self._returns_moved = False  # recursion guard
-            self._returns_moved = bool(sites) and all(
-                _caller_values(self, function).moved_before_use(path) for function, path in sites
+            self._returns_moved[position] = False  # recursion guard
+            self._returns_moved[position] = bool(sites) and all(
+                _caller_values(self, function).moved_before_use(path, position) for function, path in sites
             )
-        return self._returns_moved
+        return self._returns_moved[position]
 
 
 class _Flow:
