@@ -205,6 +205,15 @@ class ScopeScan:
             for value in arguments:
                 if isinstance(value, cst.Name):
                     self.cpu.pop(value.value, None)
+            return
+        # `input_cuda(batch)` with a same-file `def input_cuda(input): input["x"] = input["x"].cuda()`
+        if isinstance(call.func, cst.Name):
+            for function in self.facts.module_functions(call.func.value):
+                params = syntax.param_names(function.params)
+                for position, arg in enumerate(syntax.positional(call)):
+                    if position < len(params) and isinstance(arg.value, cst.Name) \
+                            and _moves_items_in_place(function, params[position], self.facts):
+                        self.cpu.pop(arg.value.value, None)
 
     def _iterate(self, node: cst.For) -> None:
         """`for x, y in loader:`, `for i, batch in enumerate(tqdm(loader)):`."""
@@ -447,6 +456,18 @@ def _tensor_result(value: cst.BaseExpression, facts) -> bool:
     """`x.clone().reshape(-1, n)`: a tensor method's result (not a device, not a module)."""
     return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
             and facts.resolve(value.func) is None and value.func.attr.value in TENSOR_RESULT_METHODS)
+
+
+def _moves_items_in_place(function: cst.FunctionDef, param: str, facts) -> bool:
+    """Whether the function's body writes the parameter's items back moved
+    (`batch["x"] = batch["x"].cuda()`, `batch[k] = v.to(device)`): the caller's value is moved."""
+    for node in syntax.walk_expressions(function.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and values.is_move(node.value, facts):
+            for target in node.targets:
+                base = target.target
+                if isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) and base.value.value == param:
+                    return True
+    return False
 
 
 def _module_placement(value: cst.BaseExpression, modules: set) -> bool:
