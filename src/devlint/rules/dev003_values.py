@@ -304,6 +304,9 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     callee = _same_class_method(walk, func)
     if callee is not None and _moved_first_in(callee, call, parent, walk.facts):
         return Fate(MOVE, walk.met)  # `self.f(v)` where f starts with `v = v.to(device)`
+    defined = callee or _module_function(walk, func)
+    if defined is not None and _read_on_host_in(defined, call, parent, walk):
+        return Fate(NEUTRAL, walk.met)  # `f(x, torch.tensor([n]))` where f reads it only as `n_t[0]` or an index
     if not others and (callee is not None or _helper_function(walk, func)):
         walk.i -= 2  # `mask = lengths_to_mask(v)`: the result is made from v alone, where v is
         walk.siblings = []
@@ -379,6 +382,72 @@ def _same_class_method(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.Fu
         defined = walk.methods.get(func.attr.value)
         return defined[-1] if defined else None
     return None
+
+
+def _module_function(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    """The function of this file a plain name calls (its one definition)."""
+    if not isinstance(func, cst.Name) or walk.facts.resolve(func) is not None:
+        return None
+    defined = walk.facts.module_functions(func.value)
+    return defined[0] if len(defined) == 1 else None
+
+
+def _read_on_host_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, walk: _Walk) -> bool:
+    """Whether `callee` (a function of this file, or a method of the class) reads the parameter
+    `arg` is given to only where a CPU value meets nothing: as an index (`value[indices]`), an
+    element of a 1-dim value (`n[0]` then a slice bound), a size or another host end, through
+    local names bound to such reads. A parameter rebound or captured otherwise is not followed."""
+    params = list(syntax.all_params(callee.params))
+    if isinstance(call.func, cst.Attribute) and params and "staticmethod" not in syntax.decorator_names(callee):
+        params = params[1:]  # `self.m(v)`: v is the parameter after `self`
+    if arg.star or any(p.star in ("*", "**") for p in params if p.star):
+        return False
+    if arg.keyword is not None:
+        param = next((p.name.value for p in params if p.name.value == arg.keyword.value), None)
+    else:
+        position = syntax.positional(call).index(arg)
+        param = params[position].name.value if position < len(params) and not params[position].star else None
+    if param is None:
+        return False
+    if callee in _CALLEES_OPEN:
+        return False  # a recursive call: not followed again
+    _CALLEES_OPEN.add(callee)
+    try:
+        return _names_read_on_host(callee, param, walk)
+    finally:
+        _CALLEES_OPEN.discard(callee)
+
+
+_CALLEES_OPEN: set = set()  # the callees `_read_on_host_in` is reading (a guard against recursion)
+
+
+def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> bool:
+    callee_values = FunctionValues(callee, walk.facts, is_forward=False)
+    pending, one_dims, seen = [param], {param: walk.one_dim}, set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        if len(seen) > 8:
+            return False
+        seen.add(name)
+        for node, path in syntax.walk_with_paths(callee, []):
+            if not (isinstance(node, cst.Name) and node.value == name and _is_variable(path)):
+                continue
+            if _storing_statement(path) is not None:
+                if name == param:
+                    return False  # the parameter is rebound: another value
+                continue
+            found = fate(path, walk.facts, callee_values.is_tensor, one_dim=one_dims.get(name, False),
+                         methods=walk.methods)
+            if found.kind in (INDEX, NON_TENSOR, NEUTRAL):
+                continue
+            if found.kind == ASSIGNED and found.name:
+                one_dims[found.name] = found.one_dim
+                pending.append(found.name)
+                continue
+            return False
+    return True
 
 
 def _helper_function(walk: _Walk, func: cst.BaseExpression) -> bool:
