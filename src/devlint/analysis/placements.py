@@ -288,6 +288,8 @@ class ScopeScan:
                 return
             cpu = self.cpu_value(value)
             self._bind_target(target, cpu if cpu is not None and cpu.kind != FACTORY else None)
+            if values.unpacks_shape(target, value):  # `n, c, h, w = x.shape`
+                self.scalars.update(e.value.value for e in target.elements)
             return
         if not isinstance(target, cst.Name):
             return

@@ -462,10 +462,21 @@ def _is_shape(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args
 
 
+_A_NUMBER = cst.Integer("0")  # stands for an int a binding is known to give
+
+
+def unpacks_shape(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """`n, c, h, w = x.shape` (or `x.size()`, `x.shape[:2]`): each name is an int."""
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Slice):
+        value = value.value
+    return (isinstance(target, (cst.Tuple, cst.List)) and _is_shape(value)
+            and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements))
+
+
 def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
     """The local names of func bound only to Python scalars (`n = x.shape[0]`, `n: int` as a
-    parameter): every binding is a plain assignment of a scalar expression; other parameters,
-    loop targets and unpacked names are not."""
+    parameter, `n, c, h, w = x.shape`): every binding is a plain assignment of a scalar expression
+    or the unpacking of a shape; other parameters, loop targets and unpacked names are not."""
     annotated = _scalar_annotated(func)
     values_of: dict[str, list] = {name: [] for name in annotated}
     other = set(syntax.param_names(func.params)) - annotated
@@ -474,6 +485,9 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     values_of.setdefault(target.target.value, []).append(node.value)
+                elif unpacks_shape(target.target, node.value):  # `n, c, h, w = x.shape`: Python ints
+                    for element in target.target.elements:
+                        values_of.setdefault(element.value.value, []).append(_A_NUMBER)
                 elif not isinstance(target.target, (cst.Attribute, cst.Subscript)):  # `self.n = ...` binds no local
                     other.update(n.value for n in syntax.walk(target.target) if isinstance(n, cst.Name))
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
