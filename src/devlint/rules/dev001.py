@@ -4,6 +4,7 @@ import libcst as cst
 
 from devlint import syntax
 from devlint.analysis.cuda_guards import CudaGuards
+from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.device_names import DeviceNames
 from devlint.base import UNSAFE, NodeFix, Rule
 
@@ -20,7 +21,7 @@ class HardcodedCudaCall(Rule):
     name = "hardcoded-cuda-call"
     summary = "`.cuda()` call outside a CUDA guard"
     fixes, applicabilities = "sometimes", (UNSAFE,)
-    requires = (CudaGuards, DeviceNames)
+    requires = (CudaGuards, DeviceNames, DeviceContexts)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -32,8 +33,8 @@ class HardcodedCudaCall(Rule):
         if frame is not None and frame.node.name.value == "cuda":  # an override calling super().cuda()
             return
         guards = self.ctx[CudaGuards]
-        if guards.is_guarded() or guards.caught(RAISED_WITHOUT_CUDA):
-            return
+        if guards.is_guarded() or guards.caught(RAISED_WITHOUT_CUDA) or self.ctx[DeviceContexts].fake:
+            return  # guarded, or under `with FakeTensorMode():` (a fake tensor needs no GPU)
         fix = None
         if not syntax.positional(node) and self.ctx[DeviceNames].device_in_scope():
             device = cst.Arg(cst.Name("device"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if node.args else cst.MaybeSentinel.DEFAULT)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from devlint import guards, syntax
 from devlint.analysis.cuda_guards import CudaGuards
+from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.device_names import DeviceNames
 from devlint.base import UNSAFE, NodeFix, Rule
 
@@ -27,7 +28,7 @@ class HardcodedCudaString(Rule):
     name = "hardcoded-cuda-string"
     summary = 'hardcoded `"cuda"` device string'
     fixes, applicabilities = "sometimes", (UNSAFE,)
-    requires = (CudaGuards, DeviceNames)
+    requires = (CudaGuards, DeviceNames, DeviceContexts)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if syntax.is_cuda_literal(node):
@@ -63,6 +64,8 @@ class HardcodedCudaString(Rule):
             return  # implementing `.cuda()` (as DEV001 and DEV011 spare it): the caller asked for CUDA
         if _name_places_nothing(path, _device_value(self.facts, path, i)):
             return  # `def f(device="cuda")` never reading `device`; a name only formatted into text
+        if self.ctx[DeviceContexts].fake:
+            return  # under `with FakeTensorMode():` a "cuda" tensor is fake: no GPU is touched
         cuda_guards = self.ctx[CudaGuards]
         raised = self._raised_without_cuda(path, i, ordinal=shown is None)
         if cuda_guards.is_guarded(placement_expressions_guard=False) or (raised and cuda_guards.caught(raised)):
