@@ -764,25 +764,28 @@ class FunctionValues:
         return first_used_param(self.node, self.params, self.facts)
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
-        """A tensor computed from a tensor parameter: one that may live on another device."""
-        return is_derived(expr, self.derived, self.facts)
+        """A tensor computed from a tensor parameter: one that may live on another device (a
+        name counts as the value its binding that reaches expr gave it: see `_tensor_here`)."""
+        return self._tensor_here(expr)
 
     def meets_derived(self, met) -> bool:
         return any(self._tensor_here(expr) for expr in met)
 
     def _tensor_here(self, expr: cst.BaseExpression, apart: frozenset = frozenset()) -> bool:
-        """is_tensor (less the names `apart`), where a name whose binding that reaches expr is a
-        host value (`curr = curr.cpu().float()` on the lines before) counts as that value."""
+        """Derived from a tensor parameter (less the names `apart`), where a name whose binding
+        that reaches expr is a host value or a value not derived from one (`curr =
+        curr.cpu().float()`, `emb = math.log(n) / d` on the lines before) counts as that value."""
         derived = self.derived - apart
         if not is_derived(expr, derived, self.facts):
             return False
-        host_here = {n.value for n in syntax.walk(expr) if isinstance(n, cst.Name) and n.value in derived
-                     and self._host_binding_reaches(n)}
-        return not host_here or is_derived(expr, derived - host_here, self.facts)
+        apart_here = {n.value for n in syntax.walk(expr) if isinstance(n, cst.Name) and n.value in derived
+                     and self._underived_binding_reaches(n)}
+        return not apart_here or is_derived(expr, derived - apart_here, self.facts)
 
-    def _host_binding_reaches(self, use: cst.Name) -> bool:
-        """The last binding of `use`'s name before it is `name = <host value>`, in a block that
-        holds the use (it always runs before it), with no later binding in a loop around the use."""
+    def _underived_binding_reaches(self, use: cst.Name) -> bool:
+        """The last binding of `use`'s name before it is `name = <host value, or one not derived
+        from a tensor parameter>`, in a block that holds the use (it always runs before it), with
+        no later binding in a loop around the use."""
         if self._flow is None:
             self._flow = _Flow(self.node)
         flow = self._flow
@@ -796,7 +799,8 @@ class FunctionValues:
         if not before:
             return False
         index, statement, value = before[-1]
-        if value is None or not values.is_host_value(value, self.facts):
+        if value is None or not (values.is_host_value(value, self.facts)
+                                 or not is_derived(value, self.derived, self.facts)):
             return False
         if id(flow.parents.get(id(statement))) not in enclosing:
             return False  # bound in a branch the use may not follow
