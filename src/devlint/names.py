@@ -170,3 +170,22 @@ NN_NON_MODULE_CLASSES = frozenset({"Parameter", "Buffer", "UninitializedParamete
 # Framework bases known by a name another package also uses: a module only when imported from this one
 # (ignite's `Metric` is not an nn.Module, torchmetrics' is).
 FRAMEWORK_BASE_PACKAGES = {"Metric": "torchmetrics"}
+
+
+# Top-level torch functions that do not return a tensor.
+NON_TENSOR_TORCH_FUNCTIONS = frozenset(
+    "load compile device Generator no_grad enable_grad inference_mode autocast set_grad_enabled manual_seed"
+    " get_default_dtype is_tensor is_grad_enabled Size dtype finfo iinfo save".split()
+)
+
+
+def returns_tensors(qualified: str) -> bool:
+    """Whether the torch function `qualified` returns a tensor (or tensors): a top-level
+    lowercase `torch.*` function but those of NON_TENSOR_TORCH_FUNCTIONS, or one of
+    `torch.nn.functional`, `torch.fft`, `torch.linalg`, `torch.special`."""
+    head, _, rest = qualified.partition(".")
+    if head != "torch":
+        return False
+    if rest.startswith(("nn.functional.", "fft.", "linalg.", "special.")):
+        return True
+    return "." not in rest and rest[:1].islower() and rest not in NON_TENSOR_TORCH_FUNCTIONS

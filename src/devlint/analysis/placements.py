@@ -42,6 +42,7 @@ class ScopeScan:
     tensors: set = field(default_factory=set)  # names bound to what a tensor method returns: not devices
     scalars: set = field(default_factory=set)  # names bound to Python numbers (`n = x.shape[-1]`)
     devices: set = field(default_factory=set)  # names bound to a device (`torch.device(...)`, `"cuda:0"`, `x.device`)
+    loaded: set = field(default_factory=set)  # placed names bound to `torch.load(p)`: placed only as modules
 
     def __post_init__(self) -> None:
         self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories)
@@ -50,6 +51,8 @@ class ScopeScan:
         return self.model.device_less_factory(expr)
 
     def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
+        if isinstance(expr, cst.Name) and expr.value in self.loaded:
+            return None  # `torch.load(p)` met as a tensor (`torch.cat((t, chunk))`): placed as saved, not known
         if isinstance(expr, cst.BinaryOperation):
             return self.placement_of(expr.left) or self.placement_of(expr.right)
         if isinstance(expr, cst.Subscript):
@@ -246,11 +249,16 @@ class ScopeScan:
         self.first_binding.setdefault(name, self.order.get(target, 0))
         for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets, self.dataset_calls):
             table.pop(name, None)
-        for group in (self.modules, self.losses, self.cpu_devices, self.tensors, self.scalars, self.devices):
+        for group in (self.modules, self.losses, self.cpu_devices, self.tensors, self.scalars, self.devices, self.loaded):
             group.discard(name)
 
+    def _torch_tensor_result(self, value: cst.BaseExpression) -> bool:
+        """`torch.cat(parts, 0)`: what a torch function returns is a tensor, not a module."""
+        return isinstance(value, cst.Call) and names.returns_tensors(self.facts.resolve(value.func) or "")
+
     def _move_in_place(self, expr: cst.BaseExpression) -> None:
-        """`model.cuda()`, `model.to(device).eval()` as a statement: a module moves in place."""
+        """`model.cuda()`, `model.to(device).eval()` as a statement: a module moves in place (a
+        tensor's move as a statement moves nothing: DEV010)."""
         if isinstance(expr, cst.Call) and self.cpu:
             self._moved_by_helper(expr)
         moves = []
@@ -258,7 +266,7 @@ class ScopeScan:
             if expr.func.attr.value in names.PLACING_METHODS:
                 moves.append(expr)
             expr = expr.func.value
-        if not moves or not isinstance(expr, cst.Name) or expr.value in self.factories:
+        if not moves or not isinstance(expr, cst.Name) or expr.value in self.factories or expr.value in self.tensors:
             return
         if expr.value in self.cpu:  # `inputs.to(device)`: a tokenizer's output moves in place
             if moves[0].func.attr.value != "cpu":
@@ -313,6 +321,7 @@ class ScopeScan:
         ):
             self.placed[name] = Placement(None, at=call)
             self.modules.add(name)
+            self.loaded.add(name)
         elif call is not None and _device_map(call) is not None:
             self.placed[name] = _device_map(call)
             self.modules.add(name)
@@ -341,7 +350,8 @@ class ScopeScan:
                 self.cpu_devices.add(name)
         elif syntax.string_value(value) == "cpu":
             self.cpu_devices.add(name)
-        if placement is None and factory is None and _tensor_result(value, self.facts):
+        if placement is None and factory is None and (
+                _tensor_result(value, self.facts) or self._torch_tensor_result(value)):
             self.tensors.add(name)
         elif is_device_expression(value, self.facts, self.devices):
             self.devices.add(name)

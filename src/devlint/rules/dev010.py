@@ -8,7 +8,7 @@ import libcst as cst
 
 from devlint import names, syntax
 from devlint.analysis.parameters import tensor_parameters
-from devlint.base import SAFE, FrameState, NodeFix, Rule
+from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.tensor_members import TENSOR_MEMBERS
 
 MOVE_METHODS = frozenset({"to", "cuda", "cpu"})
@@ -22,11 +22,6 @@ TENSOR_ONLY_ATTRIBUTES = frozenset({"shape", "ndim"})
 TENSOR_ONLY_CALLS = frozenset({"size", "dim", "numel", "item", "view", "reshape", "unsqueeze"})
 # Tensor methods whose result is a tensor whatever the receiver (modules have none of them).
 TENSOR_RESULT_METHODS = (names.SHAPE_METHODS | {"repeat_interleave", "masked_fill", "gather", "index_select", "matmul"}) - MODULE_MEMBERS
-# Top-level torch functions that do not return a tensor.
-NON_TENSOR_TORCH = frozenset(
-    "load compile device Generator no_grad enable_grad inference_mode autocast set_grad_enabled manual_seed"
-    " get_default_dtype is_tensor is_grad_enabled Size dtype finfo iinfo save".split()
-)
 
 
 class DiscardedMove(Rule):
@@ -36,7 +31,7 @@ class DiscardedMove(Rule):
     code = "DEV010"
     name = "discarded-move"
     summary = "`x.to(device)` on a tensor as a statement: the moved copy is dropped"
-    fixes, applicabilities = "sometimes", (SAFE,)
+    fixes, applicabilities = "sometimes", (SAFE, UNSAFE)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -66,15 +61,18 @@ class DiscardedMove(Rule):
     def _check(self, func: Optional[cst.FunctionDef], self_name: Optional[str], body: cst.CSTNode,
                moves: list[cst.Expr], forward_params: bool) -> None:
         scope = _Scope(self.facts, func, self_name, body, forward_params)
-        for statement in moves:
+        flagged = [s for s in moves if scope.is_tensor(s.value.func.value)]
+        # Moved back, a tensor meets the scope's CPU-made tensors on the new device: safe only
+        # when each of those is moved back by a fix here too.
+        fixed_keys = {_key(s.value.func.value) for s in flagged}
+        applicability = SAFE if scope.cpu_made <= fixed_keys else UNSAFE
+        for statement in flagged:
             call = statement.value
             receiver = call.func.value
-            if not scope.is_tensor(receiver):
-                continue
             fix = None
             if isinstance(receiver, cst.Name) or _self_attribute(receiver, scope.self_name) is not None:
                 assign = cst.Assign(targets=[cst.AssignTarget(receiver)], value=call)
-                fix = NodeFix(SAFE, "Assign the moved tensor back", statement, assign)
+                fix = NodeFix(applicability, "Assign the moved tensor back", statement, assign)
             method = call.func.attr.value
             self.report(
                 call.func.attr,
@@ -118,6 +116,7 @@ class _Scope:
         self.non_tensor_uses: set[str] = set()
         self.self_name = self_name
         self.tensor_params: set[str] = set()
+        self.cpu_made: set[Optional[str]] = set()  # keys bound to a tensor made without `device=` (None: not bound)
         if func is not None:
             self.tensor_params = set(tensor_parameters(func, facts, every_parameter=forward_params, evidence=EVIDENCE))
         for node, parent in syntax.walk_with_parents(body):
@@ -126,6 +125,11 @@ class _Scope:
             self._visit(node, parent)
 
     def _visit(self, node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> None:
+        if isinstance(node, cst.Call) and self.facts.is_tensor_source(node) is not None \
+                and syntax.keyword(node, "device") is None:
+            # a tensor made on the CPU: the name it is bound to (`p = torch.Tensor([...])`), or None
+            bound = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 else None
+            self.cpu_made.add(_key(bound) if bound is not None else None)
         if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
@@ -239,12 +243,7 @@ class _Scope:
         if qualified is not None:
             if self.facts.is_tensor_source(call) is not None:
                 return True
-            head, _, rest = qualified.partition(".")
-            if head != "torch":
-                return False
-            if rest.startswith(("nn.functional.", "fft.", "linalg.", "special.")):
-                return True
-            return "." not in rest and rest[:1].islower() and rest not in NON_TENSOR_TORCH
+            return names.returns_tensors(qualified)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in TENSOR_RESULT_METHODS:
