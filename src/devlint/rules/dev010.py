@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import names, syntax
+from devlint.analysis import values
 from devlint.analysis.parameters import tensor_parameters
 from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.tensor_members import TENSOR_MEMBERS
@@ -82,6 +83,14 @@ class DiscardedMove(Rule):
             )
 
 
+def _zero_dim(call: cst.Call, facts) -> bool:
+    """`torch.zeros(())`, `torch.tensor(0.0)`: a 0-dim tensor, which meets tensors on any device."""
+    args = syntax.positional(call)
+    if facts.resolve(call.func) in ("torch.tensor", "torch.as_tensor"):
+        return len(args) == 1 and values.is_python_scalar(args[0].value, facts)
+    return len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) and not args[0].value.elements
+
+
 def _self_attribute(expr: cst.BaseExpression, self_name: Optional[str]) -> Optional[str]:
     if self_name and isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
         return expr.attr.value
@@ -126,7 +135,7 @@ class _Scope:
 
     def _visit(self, node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> None:
         if isinstance(node, cst.Call) and self.facts.is_tensor_source(node) is not None \
-                and syntax.keyword(node, "device") is None:
+                and syntax.keyword(node, "device") is None and not _zero_dim(node, self.facts):
             # a tensor made on the CPU: the name it is bound to (`p = torch.Tensor([...])`), or None
             bound = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 else None
             self.cpu_made.add(_key(bound) if bound is not None else None)
