@@ -5,7 +5,7 @@ import libcst as cst
 
 from devlint import syntax
 from devlint.analysis.base import Analysis
-from devlint.analysis.bindings import name_bound_at
+from devlint.analysis.bindings import function_bindings, name_bound_at
 
 
 class DeviceNames(Analysis):
@@ -16,7 +16,7 @@ class DeviceNames(Analysis):
         "__main__":`), and not the fallback of `device` itself (`device = device or
         torch.device("cuda")`), nor the target of the loop whose iterable holds the node (`for
         device in [torch.device("cuda")]`: there `device` is unbound, or a previous loop's last
-        item)."""
+        item), nor torch's device class imported under that name (`from torch import device`)."""
         ctx = self.ctx
         for i in range(len(ctx.ancestors) - 1, -1, -1):
             node = ctx.ancestors[i]
@@ -28,4 +28,8 @@ class DeviceNames(Analysis):
                     return False
             if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 break
-        return name_bound_at("device", ctx.ancestors)
+        if not name_bound_at("device", ctx.ancestors):
+            return False
+        # `from torch import device` (or `torch._C.device`) at the module level binds the class
+        imported = function_bindings("device", ctx.ancestors) is None and self.facts.resolve(cst.Name("device"))
+        return not (imported or "").startswith("torch")
