@@ -170,7 +170,7 @@ class UnregisteredTensorAttribute(Rule):
                         klass.trained.add(attribute)
                         # `self.t = torch.rand(n); self.t *= s; self.t = nn.Parameter(self.t)`: the plain
                         # tensor lives only until the next statements of the same block make it a parameter
-                        block = _innermost_block(self.ctx.ancestors)
+                        block = _block_made_parameter(self.ctx.ancestors, attribute, frame.self_name, self.facts)
                         klass.candidates = [c for c in klass.candidates if not (
                             c.target.attr.value == attribute and _innermost_block(c.ancestors) is block)]
                     elif not (syntax.is_number_literal(value) or syntax.string_value(value) is not None
@@ -784,6 +784,45 @@ def _holds_only_integers(expr: cst.BaseExpression) -> bool:
             isinstance(e, cst.Element) and _holds_only_integers(e.value) for e in expr.elements
         )
     return _is_int_literal(expr) or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))
+
+
+def _block_made_parameter(ancestors, attribute: str, self_name: str, facts) -> Optional[cst.CSTNode]:
+    """The block in which `self.NAME = nn.Parameter(...)` makes NAME a parameter for sure: the
+    assignment's own block, or the block around an `if` every arm of which makes it one
+    (`if learn: self.v = nn.Parameter(self.v) else: self.v = nn.Parameter(self.v, False)`)."""
+    path = list(ancestors)
+    block_index = max(i for i, n in enumerate(path) if isinstance(n, (cst.IndentedBlock, cst.Module)))
+    while block_index >= 2:
+        top = block_index - 1  # the `if` (or `else`) whose arm the block is; up to the chain's first `if`
+        if isinstance(path[top], cst.Else):
+            top -= 1
+        while top >= 1 and isinstance(path[top - 1], cst.If) and path[top - 1].orelse is path[top]:
+            top -= 1  # an `elif`: its chain starts higher
+        if not isinstance(path[top], cst.If) or not _every_arm_makes_parameter(path[top], attribute, self_name, facts):
+            break
+        outer = max((i for i in range(top) if isinstance(path[i], (cst.IndentedBlock, cst.Module))), default=None)
+        if outer is None:
+            break
+        block_index = outer
+    return path[block_index]
+
+
+def _every_arm_makes_parameter(node: cst.If, attribute: str, self_name: str, facts) -> bool:
+    arm: Optional[cst.CSTNode] = node
+    bodies = []
+    while isinstance(arm, cst.If):
+        bodies.append(arm.body)
+        arm = arm.orelse
+    if not isinstance(arm, cst.Else):
+        return False
+    bodies.append(arm.body)
+    return all(any(
+        isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)
+        and facts.resolve(small.value.func) in values.PARAMETER_CLASSES
+        and any(isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                and t.target.value.value == self_name and t.target.attr.value == attribute for t in small.targets)
+        for statement in syntax.block_statements(body) for small in syntax.small_statements(statement))
+        for body in bodies)
 
 
 def _innermost_block(ancestors) -> Optional[cst.CSTNode]:
