@@ -96,12 +96,21 @@ def is_skip_marker(node: cst.BaseExpression) -> bool:
     name = syntax.dotted_name(target) or ""
     last = name.rsplit(".", 1)[-1].lower()
     if isinstance(node, cst.Call) and "skip" in last:
-        return any(cuda_test_kind(arg.value) is not None for arg in node.args)
+        return any(cuda_test_kind(arg.value) is not None for arg in node.args) or _reason_names_cuda(node)
     if name.startswith("torch."):
         return False
     if isinstance(node, cst.Call) and any(_asks_for_cuda(arg) for arg in node.args):
         return True  # `@RunIf(min_cuda_gpus=1)`, `@require(gpu=True)`
     return "cuda" in last or "gpu" in last
+
+
+def _reason_names_cuda(call: cst.Call) -> bool:
+    """`skipif(not DEVICES, reason="No CUDA devices available")`: the reason says the skip is
+    about CUDA (or a GPU), whatever the condition's names are."""
+    reason = syntax.keyword(call, "reason")
+    positional = syntax.positional(call)
+    texts = [reason.value] if reason is not None else [a.value for a in positional[1:]]
+    return any(any(word in (syntax.string_value(t) or "").lower() for word in ("cuda", "gpu")) for t in texts)
 
 
 def _asks_for_cuda(arg: cst.Arg) -> bool:
