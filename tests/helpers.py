@@ -11,6 +11,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET_TORCH = re.compile(r"\A# target-torch: (\d+)\.(\d+)\n")
 
 
+def bench_script(name: str):
+    """The script bench/<name>.py loaded as a module (a generator of a table the package ships)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def fixture_target(source: str):
     """The target torch a fixture names on its first line (`# target-torch: 2.6`), or None."""
     match = TARGET_TORCH.match(source)

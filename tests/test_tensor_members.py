@@ -1,23 +1,16 @@
 """The pinned table of tensor members (`devlint.tensor_members`) is what the installed torch has."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from devlint import tensor_members  # noqa: E402
-
-GENERATOR = Path(__file__).resolve().parent.parent / "bench" / "tensor_members.py"
+from helpers import bench_script  # noqa: E402
 
 
 def test_table_is_the_installed_torch_members():
-    spec = importlib.util.spec_from_file_location("tensor_members_generator", GENERATOR)
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    assert set(generator.members()) == tensor_members.TENSOR_MEMBERS, "run: python bench/tensor_members.py"
+    assert set(bench_script("tensor_members").members()) == tensor_members.TENSOR_MEMBERS, "run: python bench/tensor_members.py"
 
 
 def test_table_has_what_tensors_have_and_not_what_they_lack():

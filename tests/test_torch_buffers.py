@@ -2,23 +2,16 @@
 is what the installed torch registers."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from devlint import torch_buffers  # noqa: E402
-
-GENERATOR = Path(__file__).resolve().parent.parent / "bench" / "torch_buffers.py"
+from helpers import bench_script  # noqa: E402
 
 
 def test_table_is_what_the_installed_torch_registers():
-    spec = importlib.util.spec_from_file_location("torch_buffers_generator", GENERATOR)
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    table = {name: frozenset(names) for name, names in generator.buffers().items()}
+    table = {name: frozenset(names) for name, names in bench_script("torch_buffers").buffers().items()}
     assert table == torch_buffers.TORCH_MODULE_BUFFERS, "run: python bench/torch_buffers.py"
 
 
