@@ -531,13 +531,27 @@ def scalar_attributes(methods, facts) -> frozenset:
 
 
 def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
-    """Parameters annotated `int`, `float` or `bool` (without a default of another kind; a
-    default of `None` is no tensor either)."""
+    """Parameters annotated `int`, `float` or `bool`, or an optional or union of those
+    (`Optional[float]`, `float | None`), without a default of another kind (a default of `None`
+    is no tensor either)."""
     return {
         p.name.value for p in syntax.all_params(func.params)
-        if p.annotation is not None and syntax.dotted_name(p.annotation.annotation) in ("int", "float", "bool")
+        if p.annotation is not None and _scalar_annotation(p.annotation.annotation)
         and (p.default is None or syntax.is_number_literal(p.default) or syntax.dotted_name(p.default) == "None")
     }
+
+
+def _scalar_annotation(node: cst.BaseExpression, none_ok: bool = False) -> bool:
+    name = syntax.dotted_name(node)
+    if name in ("int", "float", "bool") or (none_ok and name == "None"):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):  # `float | None`
+        return _scalar_annotation(node.left, True) and _scalar_annotation(node.right, True) and name is None
+    if isinstance(node, cst.Subscript) and (syntax.last_name(node.value) or "") in ("Optional", "Union"):
+        parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        return bool(parts) and all(_scalar_annotation(part, True) for part in parts) and any(
+            syntax.dotted_name(part) != "None" for part in parts)
+    return False
 
 
 # --- local names bound to a tensor's device ------------------------------------------------------

@@ -825,6 +825,8 @@ class FunctionValues:
                 return Verdict()  # `torch.tensor(self.loss(x, y) * a)`: a tensor where x is, copied there
             if len(data) == 1 and self._scalar_expression(data[0].value):
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
+            if len(data) == 1 and self._comparison_not_of_arrays(data[0].value):
+                return Verdict()  # `torch.as_tensor(x > 0)`: a bool (0-dim) or a tensor kept where it is
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
         if found.kind == USE and self._returned_and_moved(found, call):
@@ -990,6 +992,19 @@ class FunctionValues:
                 if statement is not None and call not in set(syntax.walk(statement)):
                     return False
         return False
+
+    def _comparison_not_of_arrays(self, expr: cst.BaseExpression) -> bool:
+        """`a > 0`, `f(c) < y`: a comparison gives a Python bool or a tensor where its operands
+        are (no list compares element by element); only a NumPy operand makes a host array. So
+        a comparison none of whose operands is known to be one."""
+        if not isinstance(expr, cst.Comparison):
+            return False
+        operands = [expr.left, *(t.comparator for t in expr.comparisons)]
+        return not any(
+            values.is_host_value(o, self.facts) or self.is_host_tensor(o)
+            or any((self.facts.resolve(n) or "").startswith("numpy.") for n in syntax.walk(o)
+                   if isinstance(n, (cst.Name, cst.Attribute)))
+            for o in operands)
 
     def _scalar_expression(self, expr: cst.BaseExpression) -> bool:
         """A Python scalar: as `values.is_python_scalar` says, or arithmetic over such values and
