@@ -78,8 +78,8 @@ def _compares_device_literal(node: cst.Comparison) -> bool:
                     continue
                 item = item.args[0].value
             value = syntax.string_value(item)
-            if value is not None and syntax.DEVICE_LITERAL.fullmatch(value):
-                return True
+            if value is not None and (syntax.DEVICE_LITERAL.fullmatch(value) or value.lower() == "gpu"):
+                return True  # `device == "cuda"`, `accelerator == "gpu"` (Lightning's name for CUDA)
     return False
 
 
