@@ -29,6 +29,7 @@ class HardcodedCudaString(Rule):
     summary = 'hardcoded `"cuda"` device string'
     fixes, applicabilities = "sometimes", (UNSAFE,)
     requires = (CudaGuards, DeviceNames, DeviceContexts)
+    _read_names: Optional[set[str]] = None  # see `_option_read`: computed once a file, on first need
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if syntax.is_cuda_literal(node):
@@ -137,7 +138,8 @@ class HardcodedCudaString(Rule):
             if kw in ("device", "map_location"):
                 return True
             if kw == "default" and callee == "add_argument":
-                return any("device" in (syntax.string_value(a.value) or "").lower() for a in syntax.positional(call))
+                return any("device" in (syntax.string_value(a.value) or "").lower() for a in syntax.positional(call)) \
+                    and self._option_read(call, call_path)
             return False
         first = syntax.positional(call)[:1] == [arg]
         if not first:
@@ -146,6 +148,61 @@ class HardcodedCudaString(Rule):
             # `utils.to("cuda")` calls a function of an imported module
             return self.facts.receiver_may_be_torch_object(call.func.value, call_path)
         return self.facts.resolve(call.func) == "torch.device"
+
+
+    def _option_read(self, call: cst.Call, call_path) -> bool:
+        """Whether the file may read the option `add_argument(...)` declares: its destination
+        (`dest=`, or the first long flag, `--device_id` -> `device_id`) is read as an attribute
+        (`args.device_id`) or by `getattr`, or the whole namespace is handed on (`vars(args)`,
+        `args.__dict__`, `**vars(...)`). An option nothing reads places nothing."""
+        dest = syntax.keyword(call, "dest")
+        flags = [syntax.string_value(a.value) or "" for a in syntax.positional(call)]
+        name = syntax.string_value(dest.value) if dest is not None else next(
+            (f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
+        if not name:
+            return True
+        if self._read_names is None:
+            self._read_names = _read_attribute_names(call_path[0])
+        return name.replace("-", "_") in self._read_names or _WHOLE_NAMESPACE in self._read_names
+
+
+def _read_attribute_names(module: cst.CSTNode) -> set[str]:
+    """Attribute names read in the module, `getattr(ns, "name")` strings, and _WHOLE_NAMESPACE
+    where a namespace is handed on whole or read by a name not written out (`vars(args)`,
+    `args.__dict__`, `getattr(args, key)`); a namespace is a name bound to `parse_args()` (or,
+    where the file binds none, any name)."""
+    nodes = list(syntax.walk(module))
+    namespaces = set()
+    for node in nodes:
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                and syntax.last_name(node.value.func) in ("parse_args", "parse_known_args"):
+            for target in node.targets:
+                first = target.target.elements[0].value if isinstance(target.target, cst.Tuple) else target.target
+                if isinstance(first, cst.Name):
+                    namespaces.add(first.value)
+
+    def a_namespace(expr: cst.BaseExpression) -> bool:
+        return not namespaces or (isinstance(expr, cst.Name) and expr.value in namespaces)
+
+    found = set()
+    for node in nodes:
+        if isinstance(node, cst.Attribute):
+            found.add(node.attr.value)
+            if node.attr.value == "__dict__" and a_namespace(node.value):
+                found.add(_WHOLE_NAMESPACE)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.args:
+            if node.func.value == "vars" and a_namespace(node.args[0].value):
+                found.add(_WHOLE_NAMESPACE)
+            elif node.func.value in ("getattr", "hasattr") and len(node.args) > 1:
+                name = syntax.string_value(node.args[1].value)
+                if name is not None:
+                    found.add(name)
+                elif a_namespace(node.args[0].value):
+                    found.add(_WHOLE_NAMESPACE)
+    return found
+
+
+_WHOLE_NAMESPACE = "<namespace>"
 
 
 def _device_value(facts, path, i: int) -> int:
