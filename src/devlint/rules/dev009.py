@@ -292,6 +292,13 @@ class ModuleInPlainContainer(Rule):
                         frame.method != "__init__" or method.after_init, made, tuple(self.ctx.ancestors)))
                 elif built is None:
                     klass.other_values.add(attribute)
+                else:
+                    # `self.heads = []` then `self.heads = nn.ModuleList()` in the same block: the plain
+                    # container is gone before anything is added to the attribute
+                    block = _innermost_block(self.ctx.ancestors)
+                    klass.candidates = [c for c in klass.candidates if not (
+                        c.target.attr.value == attribute and c.method is method
+                        and _innermost_block(c.ancestors) is block)]
             elif isinstance(target, cst.Name):
                 method.made.pop(target.value, None)
                 if contents is not None:
@@ -543,3 +550,8 @@ def _merge(into: _Contents, other: _Contents, nested_pairs: bool = False) -> Non
     into.other |= other.other
     into.bad_keys |= other.bad_keys or nested_pairs
     into.nested |= other.nested and not nested_pairs
+
+
+def _innermost_block(ancestors) -> Optional[cst.CSTNode]:
+    """The block (a function's or a compound statement's body) that holds the statement."""
+    return next((n for n in reversed(ancestors) if isinstance(n, (cst.IndentedBlock, cst.Module))), None)
