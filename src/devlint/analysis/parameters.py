@@ -226,3 +226,26 @@ def _is_literal_default(default: cst.BaseExpression) -> bool:
     if isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
         return True
     return syntax.dotted_name(default) == "None" or syntax.is_number_literal(default)
+
+
+def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) -> bool:
+    """Whether `data` is a name that a failed `isinstance(name, Tensor)` (or `torch.is_tensor`)
+    test guards where `path` stands: in the arm of an `if` or a conditional expression taken when
+    it is not a tensor (`torch.tensor(t) if not isinstance(t, Tensor) else t`)."""
+    if not isinstance(data, cst.Name):
+        return False
+    for holder, arm in zip(path, path[1:]):
+        if isinstance(holder, (cst.IfExp, cst.If)):
+            tested = _tensor_test(holder.test, data.value, facts)
+            if tested is not None and ((tested and arm is holder.orelse) or (not tested and arm is holder.body)):
+                return True
+    return False
+
+
+def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
+    """True for `isinstance(name, torch.Tensor)` or `torch.is_tensor(name)`, False for their
+    `not`, None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _tensor_test(test.expression, name, facts)
+        return None if inner is None else not inner
+    return True if isinstance(test, cst.Call) and tested_as_tensor(test, facts) == name else None

@@ -10,7 +10,8 @@ from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.base import UNSAFE, FrameState, NodeFix, Rule
 from devlint.analysis.host_ends import host_copy, host_end
-from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate, not_a_tensor_here
+from devlint.analysis.parameters import not_a_tensor_here
+from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}

@@ -10,7 +10,7 @@ import libcst as cst
 from devlint import edits, names, syntax
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import host_end
-from devlint.analysis.parameters import first_used_param, tensor_parameters
+from devlint.analysis.parameters import first_used_param, not_a_tensor_here, tensor_parameters
 from devlint.base import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix, Rule
 
 DEVICE_LITERALS = ("cpu", "cuda", "mps", "xpu", "meta", "npu", "hpu")
@@ -51,7 +51,8 @@ class StaleDeviceAttribute(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._uses: FrameState[list[tuple[str, cst.Attribute, cst.Call]]] = FrameState(list)  # by function frame
+        # by function frame: (attribute name, `self.NAME`, the call, the path down to the call)
+        self._uses: FrameState[list[tuple[str, cst.Attribute, cst.Call, tuple]]] = FrameState(list)
         self._classes: dict[ClassFrame, _Class] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -61,7 +62,7 @@ class StaleDeviceAttribute(Rule):
         for arg in self._device_args(frame, node):
             name = frame.self_attribute(arg.value)
             if name is not None:
-                self._uses[frame].append((name, arg.value, node))
+                self._uses[frame].append((name, arg.value, node, tuple(self.ctx.ancestors)))
 
     def _device_args(self, frame: FunctionFrame, call: cst.Call) -> list[cst.Arg]:
         """The arguments that give `call` its device, when it makes or moves a tensor."""
@@ -101,12 +102,12 @@ class StaleDeviceAttribute(Rule):
     def leave_Module(self, node: cst.Module) -> None:
         self._classes.clear()  # read by ForwardTime's callbacks, which come after this rule's leave_ClassDef
 
-    def _check(self, frame: FunctionFrame, uses: list[tuple[str, cst.Attribute, cst.Call]]) -> None:
+    def _check(self, frame: FunctionFrame, uses: list[tuple[str, cst.Attribute, cst.Call, tuple]]) -> None:
         klass = self._class(frame.klass)
         if klass.parallel:
             return  # DataParallel and DDP place outputs on a chosen `output_device` on purpose
         param = ...  # found on the first report
-        for name, attribute_node, call in uses:
+        for name, attribute_node, call, path in uses:
             attribute = klass.attributes.get(name)
             if name in klass.properties or attribute is None or attribute.elsewhere or attribute.init is None:
                 continue
@@ -128,6 +129,8 @@ class StaleDeviceAttribute(Rule):
             elif param is not None and _moves_itself(call, param, frame.node, self.facts):
                 # `x.to(x.device)` would move nothing: the device has to come from the module's weights
                 hint = f"the device of the module's own weights (`next(self.parameters()).device`), not `{param}.device`"
+            elif param is not None and not_a_tensor_here(cst.Name(param), path, self.facts):
+                pass  # in the arm where a failed `isinstance(x, Tensor)` says x is no tensor: `x.device` is no fix
             elif param is not None:
                 hint = f"`{param}.device`"
                 ending = host_end(frame.node, call, self.facts)
@@ -243,7 +246,7 @@ def _moves_param_too(uses: list, attribute: str, param: str, call: cst.Call) -> 
     return any(
         other is not call and isinstance(other.func, cst.Attribute) and other.func.attr.value == "to"
         and isinstance(other.func.value, cst.Name) and other.func.value.value == param and used == attribute
-        for used, _, other in uses)
+        for used, _, other, _ in uses)
 
 
 def _placed_with(param: str, attribute: str, frame: FunctionFrame, at: cst.CSTNode) -> bool:
