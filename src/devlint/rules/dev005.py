@@ -168,38 +168,41 @@ class HardcodedCudaString(Rule):
 
 def _read_attribute_names(module: cst.CSTNode) -> set[str]:
     """Attribute names read in the module, `getattr(ns, "name")` strings, and _WHOLE_NAMESPACE
-    where a namespace is handed on whole or read by a name not written out (`vars(args)`,
-    `args.__dict__`, `getattr(args, key)`); a namespace is a name bound to `parse_args()` (or,
-    where the file binds none, any name)."""
-    nodes = list(syntax.walk(module))
+    unless the module parses its options itself (a name bound to `parse_args()`) and uses that
+    namespace only for its attributes (`args.lr`): handed on whole (`train(args)`, `vars(args)`,
+    `getattr(args, key)`, `return args`), or parsed in another file, any option may be read."""
     namespaces = set()
-    for node in nodes:
+    parents = {}
+    for node in syntax.walk(module):  # every scope, nested functions included
+        for child in syntax.children(node):
+            parents[id(child)] = node
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
                 and syntax.last_name(node.value.func) in ("parse_args", "parse_known_args"):
             for target in node.targets:
                 first = target.target.elements[0].value if isinstance(target.target, cst.Tuple) else target.target
                 if isinstance(first, cst.Name):
                     namespaces.add(first.value)
-
-    def a_namespace(expr: cst.BaseExpression) -> bool:
-        return not namespaces or (isinstance(expr, cst.Name) and expr.value in namespaces)
-
-    found = set()
-    for node in nodes:
+    found = set() if namespaces else {_WHOLE_NAMESPACE}
+    for node in syntax.walk(module):
         if isinstance(node, cst.Attribute):
             found.add(node.attr.value)
-            if node.attr.value == "__dict__" and a_namespace(node.value):
-                found.add(_WHOLE_NAMESPACE)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.args:
-            if node.func.value == "vars" and a_namespace(node.args[0].value):
-                found.add(_WHOLE_NAMESPACE)
-            elif node.func.value in ("getattr", "hasattr") and len(node.args) > 1:
-                name = syntax.string_value(node.args[1].value)
-                if name is not None:
-                    found.add(name)
-                elif a_namespace(node.args[0].value):
-                    found.add(_WHOLE_NAMESPACE)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
+                and len(node.args) > 1 and syntax.string_value(node.args[1].value) is not None:
+            found.add(syntax.string_value(node.args[1].value))
+        elif isinstance(node, cst.Name) and node.value in namespaces:
+            parent = parents.get(id(node))
+            read_for_attribute = isinstance(parent, cst.Attribute) and parent.value is node
+            bound = isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.Element)
+            named_string = isinstance(parent, cst.Arg) and _getattr_with_name(parents.get(id(parent)))
+            if not (read_for_attribute or bound or named_string):
+                found.add(_WHOLE_NAMESPACE)  # handed on whole
     return found
+
+
+def _getattr_with_name(call) -> bool:
+    """`getattr(args, "name")`: a read of one attribute, written out."""
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in ("getattr", "hasattr")
+            and len(call.args) > 1 and syntax.string_value(call.args[1].value) is not None)
 
 
 _WHOLE_NAMESPACE = "<namespace>"
