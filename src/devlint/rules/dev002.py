@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
-from devlint.analysis import round_trips
+from devlint.analysis import round_trips, values
 from devlint.base import SAFE, UNSAFE, NodeFix, Rule
 
 
@@ -17,7 +17,7 @@ class LoadWithoutMapLocation(Rule):
     code = "DEV002"
     name = "load-without-map-location"
     summary = "`torch.load` without `map_location`"
-    fixes, applicabilities = "always", (SAFE, UNSAFE)
+    fixes, applicabilities = "sometimes", (SAFE, UNSAFE)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.facts.resolve(node.func)
@@ -39,7 +39,7 @@ class LoadWithoutMapLocation(Rule):
         safe = not self._in_setstate() and (
             self._loaded_into_load_state_dict(self.ctx.ancestors) or self._loaded_through_name()
         )
-        fix = NodeFix(
+        fix = None if self._runs_as_loaded() else NodeFix(
             SAFE if safe else UNSAFE,
             'Add `map_location="cpu"`',
             node,
@@ -80,6 +80,33 @@ class LoadWithoutMapLocation(Rule):
         torch object: not a module bound by an import (`dist_util.load_state_dict(...)`)."""
         call = loaded_into_load_state_dict(path, copies=True)
         return call is not None and self.facts.receiver_may_be_torch_object(call.func.value, path[:next(i for i, n in enumerate(path) if n is call) + 1])
+
+    def _runs_as_loaded(self) -> bool:
+        """`model = torch.load(p)` (or `torch.jit.load(p)`) that the same scope calls as a module
+        (`model(x)`) and never moves, while it moves other values to a device (`x.to(device)`):
+        the module runs where it was saved, beside those inputs, and `map_location="cpu"` would
+        run it on the CPU. (With inputs the scope leaves where they are, the fix keeps the two
+        together on the CPU.)"""
+        path = self.ctx.ancestors
+        assign = path[-2] if len(path) > 1 else None
+        if not (isinstance(assign, cst.Assign) and assign.value is path[-1] and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)):
+            return False
+        name = assign.targets[0].target.value
+        frame = self.ctx.function
+        scope = frame.node if frame is not None else path[0]
+        called = moved = inputs_placed = False
+        for node in syntax.walk(scope):
+            if isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Name) and func.value == name:
+                    called = True
+                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
+                        and func.attr.value in names.PLACING_METHODS:
+                    moved = True
+                elif values.is_move(node, self.facts) and not values.is_host_call(node, self.facts):
+                    inputs_placed = True  # `x.to(device)`, `x.cuda()`: the scope puts values on a device
+        return called and not moved and inputs_placed
 
     def _in_setstate(self) -> bool:
         frame = self.ctx.function
