@@ -84,7 +84,7 @@ class ScopeScan:
         tokenizer, `.cpu()`), or None. 0-dim scalars are not counted."""
         factory = self.device_less_factory(expr)
         if factory is not None:
-            scalar = _is_scalar_factory(factory, self.facts, lambda: frozenset(self.scalars))
+            scalar = values.is_scalar_factory(factory, self.facts, lambda: frozenset(self.scalars))
             return None if scalar else CpuValue(FACTORY, factory, origin=factory)
         reductions = 0
         while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self._tokenized(expr) is None
@@ -431,15 +431,6 @@ def _is_reduction(expr: cst.BaseExpression) -> bool:
             return False
         expr = expr.func.value
     return False
-
-
-def _is_scalar_factory(call: cst.Call, facts, scalar_names: Callable[[], frozenset] = frozenset) -> bool:
-    """`torch.tensor(2.0)`, `torch.tensor(len(x))`, `torch.tensor(x.shape[0] / 2)`, `torch.tensor(n)`
-    with `n = x.shape[-1]`: a 0-dim CPU scalar (the same test as DEV003's)."""
-    if facts.resolve(call.func) not in ("torch.tensor", "torch.as_tensor"):
-        return False
-    args = syntax.positional(call)
-    return len(args) == 1 and values.is_python_scalar(args[0].value, facts, scalar_names)
 
 
 def is_device_expression(expr: cst.BaseExpression, facts, device_names=frozenset()) -> bool:

@@ -473,6 +473,15 @@ def unpacks_shape(target: cst.BaseExpression, value: cst.BaseExpression) -> bool
             and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements))
 
 
+def is_scalar_factory(call: cst.Call, facts, scalar_names: Callable[[], frozenset] = frozenset) -> bool:
+    """`torch.tensor(2.0)`, `torch.tensor(len(x))`, `torch.tensor(x.shape[0] / 2)`, `torch.tensor(n)`
+    with `n = x.shape[-1]`: a 0-dim CPU scalar (the same test as DEV003's, DEV007's and DEV010's)."""
+    if facts.resolve(call.func) not in ("torch.tensor", "torch.as_tensor"):
+        return False
+    args = syntax.positional(call)
+    return len(args) == 1 and is_python_scalar(args[0].value, facts, scalar_names)
+
+
 def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
     """The local names of func bound only to Python scalars (`n = x.shape[0]`, `n: int` as a
     parameter, `n, c, h, w = x.shape`): every binding is a plain assignment of a scalar expression

@@ -42,6 +42,7 @@ def fate(
     one_dim: Optional[bool] = None,
     methods: Optional[dict] = None,
     factory_names: frozenset = frozenset(),
+    reading: frozenset = frozenset(),
 ) -> Fate:
     """Follow the value made by path[-1] up through its parents until something decides its fate.
 
@@ -53,11 +54,12 @@ def fate(
     `one_dim`: path[-1] holds a 1-dim tensor (by default: whether it is a 1-dim factory call).
     `methods`: the enclosing class's methods by name (`self.m(v)` is followed into them).
     `factory_names`: local names bound only to tensor factories (a write into one copies).
+    `reading`: the callees this walk is inside of (`_read_on_host_in`), not followed again.
 
     Each kind of parent has its step: it decides (returns a Fate) or moves the walk up.
     """
     walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1, methods=methods or {},
-                 factory_names=factory_names)
+                 factory_names=factory_names, reading=reading)
     walk.one_dim = _is_one_dim_factory(path[-1], facts) if one_dim is None else one_dim
     while walk.i > 0:
         parent = path[walk.i - 1]
@@ -119,6 +121,7 @@ class _Walk:
     i: int  # the value is now path[i]
     methods: dict = field(default_factory=dict)  # the enclosing class's methods by name
     factory_names: frozenset = frozenset()  # local names bound only to tensor factories
+    reading: frozenset = frozenset()  # callees being read by `_read_on_host_in` around this walk
     met: list[cst.BaseExpression] = field(default_factory=list)
     siblings: list[cst.BaseExpression] = field(default_factory=list)  # values beside it in a list or tuple literal
     one_dim: bool = False  # the value is now a 1-dim tensor
@@ -410,16 +413,9 @@ def _read_on_host_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, walk
         param = params[position].name.value if position < len(params) and not params[position].star else None
     if param is None:
         return False
-    if callee in _CALLEES_OPEN:
+    if callee in walk.reading:
         return False  # a recursive call: not followed again
-    _CALLEES_OPEN.add(callee)
-    try:
-        return _names_read_on_host(callee, param, walk)
-    finally:
-        _CALLEES_OPEN.discard(callee)
-
-
-_CALLEES_OPEN: set = set()  # the callees `_read_on_host_in` is reading (a guard against recursion)
+    return _names_read_on_host(callee, param, walk)
 
 
 def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> bool:
@@ -440,7 +436,7 @@ def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> boo
                     return False  # the parameter is rebound: another value
                 continue
             found = fate(path, walk.facts, callee_values.is_tensor, one_dim=one_dims.get(name, False),
-                         methods=walk.methods)
+                         methods=walk.methods, reading=walk.reading | {callee})
             if found.kind in (INDEX, NON_TENSOR, NEUTRAL):
                 continue
             if found.kind == ASSIGNED and found.name:

@@ -173,7 +173,8 @@ def _read_attribute_names(module: cst.CSTNode) -> set[str]:
     `getattr(args, key)`, `return args`), or parsed in another file, any option may be read."""
     namespaces = set()
     parents = {}
-    for node in syntax.walk(module):  # every scope, nested functions included
+    nodes = list(syntax.walk(module))  # every scope, nested functions included
+    for node in nodes:
         for child in syntax.children(node):
             parents[id(child)] = node
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
@@ -183,16 +184,15 @@ def _read_attribute_names(module: cst.CSTNode) -> set[str]:
                 if isinstance(first, cst.Name):
                     namespaces.add(first.value)
     found = set() if namespaces else {_WHOLE_NAMESPACE}
-    for node in syntax.walk(module):
+    for node in nodes:
         if isinstance(node, cst.Attribute):
             found.add(node.attr.value)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
-                and len(node.args) > 1 and syntax.string_value(node.args[1].value) is not None:
+        elif _getattr_with_name(node):
             found.add(syntax.string_value(node.args[1].value))
         elif isinstance(node, cst.Name) and node.value in namespaces:
             parent = parents.get(id(node))
             read_for_attribute = isinstance(parent, cst.Attribute) and parent.value is node
-            bound = isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.Element)
+            bound = isinstance(parent, (cst.AssignTarget, cst.Element))
             named_string = isinstance(parent, cst.Arg) and _getattr_with_name(parents.get(id(parent)))
             if not (read_for_attribute or bound or named_string):
                 found.add(_WHOLE_NAMESPACE)  # handed on whole

@@ -86,9 +86,8 @@ class DiscardedMove(Rule):
 def _zero_dim(call: cst.Call, facts) -> bool:
     """`torch.zeros(())`, `torch.tensor(0.0)`: a 0-dim tensor, which meets tensors on any device."""
     args = syntax.positional(call)
-    if facts.resolve(call.func) in ("torch.tensor", "torch.as_tensor"):
-        return len(args) == 1 and values.is_python_scalar(args[0].value, facts)
-    return len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) and not args[0].value.elements
+    return values.is_scalar_factory(call, facts) or (
+        len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)) and not args[0].value.elements)
 
 
 def _self_attribute(expr: cst.BaseExpression, self_name: Optional[str]) -> Optional[str]:
