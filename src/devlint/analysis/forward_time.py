@@ -216,6 +216,10 @@ class ForwardTimeSites:
             callback, self._callback = self._callback, None
             callback()
 
+    def any(self, key: str) -> bool:
+        """Whether any site of `key` was added, at forward time or not."""
+        return key in self._sites
+
     def at_forward_time(self, key: str) -> list[tuple[cst.CSTNode, str]]:
         """(site, method) for the sites of `key` in methods that run at forward time, in source order."""
         return [(node, frame.method) for node, frame in self._sites.get(key, ()) if self._decided.get(id(frame))]

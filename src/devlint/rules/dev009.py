@@ -43,6 +43,11 @@ _STATELESS_NN = frozenset(
     " ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d"
     " ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d".split()
 )
+_MODULE_BASE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Module members that make or touch state: a class that uses them may hold parameters or buffers.
+_STATE_MEMBERS = frozenset({"training", "train", "eval", "register_buffer", "register_parameter", "add_module",
+                            "register_module", "load_state_dict", "state_dict", "parameters", "buffers",
+                            "apply", "_apply", "children", "modules"})
 # torch.nn's containers, known by name where a star import hides the module they come from.
 _NN_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 
@@ -111,6 +116,8 @@ class ModuleInPlainContainer(Rule):
         self._classes: FrameState[_Class] = FrameState(_Class)
         self._methods: FrameState[_Method] = FrameState(_Method)
         self._module_classes: Optional[set[str]] = None
+        self._stateless_classes: dict[int, bool] = {}  # id of a ClassInfo -> it holds no state
+        self._file_reads: Optional[set[str]] = None  # attribute names the file reads anywhere
 
     # --- what is built here ----------------------------------------------------------------
     def _built(self, expr: cst.BaseExpression, env: dict[str, _Local]) -> Optional[str]:
@@ -128,12 +135,54 @@ class ModuleInPlainContainer(Rule):
         return None if kind == PARAMETER and chained else kind  # `Parameter(...).to(d)` is a plain tensor
 
     def _stateless(self, item: cst.BaseExpression) -> bool:
-        """`nn.ReLU()`, `nn.MaxPool2d(2)`: a torch.nn module with no parameters, no buffers and no
-        training mode, which `.to()`, `state_dict()` and `.train()` have nothing to do with."""
+        """`nn.ReLU()`, `nn.MaxPool2d(2)`, or a module class of this file that holds no state: a
+        module with no parameters, no buffers and no training mode, which `.to()`, `state_dict()`
+        and `.train()` have nothing to do with."""
         if not isinstance(item, cst.Call):
             return False
         qualified = self.facts.resolve(item.func) or ""
-        return qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] in _STATELESS_NN
+        if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] in _STATELESS_NN:
+            return True
+        if qualified or not isinstance(item.func, cst.Name):
+            return False
+        own = [info for info in self.facts.classes.values() if info.name == item.func.value]
+        if len(own) != 1:
+            return False
+        if id(own[0]) not in self._stateless_classes:
+            self._stateless_classes[id(own[0])] = self._holds_no_state(own[0])
+        return self._stateless_classes[id(own[0])]
+
+    def _holds_no_state(self, info) -> bool:
+        """A module class of this file, derived from `nn.Module` alone, whose code builds no module
+        or parameter, registers nothing, never reads its training mode, and keeps only values it
+        never calls, reads attributes of or hands to a call (numbers, strings: a module kept
+        there would be called or handed on)."""
+        if len(info.node.bases) != 1 or self.facts.resolve(info.node.bases[0].value) not in _MODULE_BASE:
+            return False
+        for definition in (d for ds in info.methods.values() for d in ds):
+            if not self._keeps_no_state(definition, syntax.self_name(definition), info):
+                return False
+        return True
+
+    def _keeps_no_state(self, method: cst.FunctionDef, self_name: Optional[str], info) -> bool:
+        for node, path in syntax.walk_with_paths(method, []):
+            if isinstance(node, cst.FunctionDef) and node is not method:
+                return False  # a nested function: not followed
+            if isinstance(node, cst.Call):
+                if self._constructor(node.func) is not None or syntax.dotted_name(node.func) in ("setattr", "getattr"):
+                    return False
+            elif isinstance(node, cst.Attribute):
+                if node.attr.value in _STATE_MEMBERS:
+                    return False
+                if not (isinstance(node.value, cst.Name) and node.value.value == self_name) \
+                        or node.attr.value in info.methods:
+                    continue
+                parent = path[-2]  # the path ends at the node itself
+                if (isinstance(parent, cst.Call) and parent.func is node) \
+                        or (isinstance(parent, cst.Attribute) and parent.value is node) \
+                        or isinstance(parent, cst.Arg):
+                    return False  # `self.X(...)`, `self.X.y`, `f(self.X)`: may be a module
+        return True
 
     def _constructor(self, func: cst.BaseExpression) -> Optional[str]:
         """MODULE when func is a module class (torch.nn's, this file's, or an imported one named
@@ -457,6 +506,8 @@ class ModuleInPlainContainer(Rule):
         unfixable: set[str] = set()  # a plain list stored there as well would raise once it is a ModuleList
         for candidate in klass.candidates:
             name = candidate.target.attr.value
+            if not self._read_anywhere(name, klass):
+                continue  # its items never run in this file: nothing is left behind, nothing to show
             contents = _Contents(mapping=candidate.contents.mapping)
             _merge(contents, candidate.contents)
             if name in klass.added:
@@ -494,6 +545,15 @@ class ModuleInPlainContainer(Rule):
         else:
             uses.when_all_known(report)
 
+    def _read_anywhere(self, name: str, klass: _Class) -> bool:
+        """Whether the class reads `self.NAME` (not only stores or fills it), or any code of the
+        file reads an attribute `NAME` (`model.NAME`, `self.NAME` in a subclass)."""
+        if klass.uses is not None and klass.uses.any(name):
+            return True
+        if self._file_reads is None:
+            self._file_reads = _attributes_read(self.ctx.ancestors[0])
+        return name in self._file_reads
+
     def _fix(self, candidate: _Candidate, contents: _Contents, klass: _Class, name: str) -> tuple[str, Optional[NodeFix]]:
         kind = PARAMETER if contents.kinds == {PARAMETER} else MODULE
         wrapper, lacking = WRAPPERS[(contents.mapping, kind)]
@@ -526,6 +586,31 @@ def _wrapped(value: cst.BaseExpression, wrapper: cst.BaseExpression) -> cst.Call
     if isinstance(value, cst.Tuple) and not value.lpar:
         value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return cst.Call(func=wrapper, args=[cst.Arg(value)])
+
+
+def _attributes_read(module: cst.CSTNode) -> set[str]:
+    """The attribute names that the code reads (`x.NAME` not as an assignment target, nor only
+    filled by `.append`/`.extend`/`.insert` or `x.NAME[k] = ...`), or names as a string
+    (`getattr(self, "NAME")`)."""
+    read: set[str] = set()
+    stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode], Optional[cst.CSTNode]]] = [(module, None, None)]
+    while stack:
+        node, parent, grand = stack.pop()
+        stack.extend((child, node, parent) for child in syntax.children(node))
+        if isinstance(node, cst.SimpleString):
+            text = syntax.string_value(node)
+            if text and text.isidentifier():
+                read.add(text)
+        if not isinstance(node, cst.Attribute):
+            continue
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is node:
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in ADDING_METHODS:
+            continue
+        if isinstance(parent, cst.Subscript) and isinstance(grand, cst.AssignTarget):
+            continue
+        read.add(node.attr.value)
+    return read
 
 
 def _is_tuple(value: cst.BaseExpression) -> bool:
