@@ -411,7 +411,8 @@ _TYPE_INFO = frozenset({"torch.finfo", "torch.iinfo", "numpy.finfo", "numpy.iinf
 
 def is_python_scalar(expr: cst.BaseExpression, facts, scalar_names: Callable[[], frozenset] = frozenset) -> bool:
     """Whether expr is known to be a Python number or bool (so `torch.tensor(expr)` is a 0-dim
-    tensor): literals, arithmetic and comparisons over scalars, `math.*`, `torch.pi`-style
+    tensor): literals, arithmetic and comparisons over scalars, `math.*`, numpy's functions of
+    scalars (`np.log(n)`), `torch.pi`-style
     constants, `len/int/float(...)`, `x.shape[i]`, `x.size(i)`, `x.item()`, `x.ndim`, and the
     local names in `scalar_names()` (asked only when a name is met)."""
     if syntax.is_number_literal(expr):
@@ -439,6 +440,14 @@ def is_python_scalar(expr: cst.BaseExpression, facts, scalar_names: Callable[[],
     return False
 
 
+# numpy's elementwise functions and scalar types: of Python numbers, a numpy scalar (`np.arange`,
+# `np.zeros` and their kin make arrays of any arguments, so they are not here).
+_NUMPY_SCALAR_FUNCTIONS = frozenset("numpy." + name for name in (
+    "log log2 log10 log1p exp exp2 expm1 sqrt cbrt square power sin cos tan arcsin arccos arctan arctan2"
+    " sinh cosh tanh abs absolute fabs floor ceil round rint trunc sign maximum minimum fmax fmin hypot"
+    " deg2rad rad2deg float16 float32 float64 int8 int16 int32 int64 uint8 bool_").split())
+
+
 def _is_scalar_call(call: cst.Call, facts, scalar_names) -> bool:
     func = call.func
     if isinstance(func, cst.Name) and facts.resolve(func) is None:
@@ -447,8 +456,12 @@ def _is_scalar_call(call: cst.Call, facts, scalar_names) -> bool:
         return func.value in _SCALAR_PRESERVING_BUILTINS and bool(call.args) and all(
             a.star == "" and is_python_scalar(a.value, facts, scalar_names) for a in call.args if a.keyword is None
         )
-    if (facts.resolve(func) or "").startswith("math."):
+    qualified = facts.resolve(func) or ""
+    if qualified.startswith("math."):
         return True
+    if qualified in _NUMPY_SCALAR_FUNCTIONS and call.args and all(
+            a.keyword is None and a.star == "" and is_python_scalar(a.value, facts, scalar_names) for a in call.args):
+        return True  # `np.log(n)`, `np.sqrt(2 * d)`: numpy's functions of numbers give a numpy scalar
     if isinstance(func, cst.Attribute) and facts.resolve(func) is None:
         method = func.attr.value
         return method in _SCALAR_METHODS or (method == "size" and len(syntax.positional(call)) == 1)

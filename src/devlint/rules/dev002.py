@@ -39,7 +39,11 @@ class LoadWithoutMapLocation(Rule):
         safe = not self._in_setstate() and (
             self._loaded_into_load_state_dict(self.ctx.ancestors) or self._loaded_through_name()
         )
-        fix = None if self._runs_as_loaded() else NodeFix(
+        # The class's own saved state (`torch.save(state, self.queue_path)` in another method)
+        # comes back where the program kept it: mapped to the CPU it would stay there.
+        own_state = frame is not None and frame.klass is not None \
+            and round_trips.saved_by_its_class(node, frame.klass.node, frame.self_name)
+        fix = None if self._runs_as_loaded() or (own_state and not safe) else NodeFix(
             SAFE if safe else UNSAFE,
             'Add `map_location="cpu"`',
             node,

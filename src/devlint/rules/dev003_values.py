@@ -301,6 +301,9 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and parent is not call.args[0] \
             and _in_init(walk.path):
         return Fate(MOVE, walk.met)  # registered at construction: `model.to()` takes it along
+    if isinstance(func, cst.Attribute) and func.attr.value == "new_tensor" and call.args[0] is parent \
+            and walk.is_tensor(func.value):
+        return Fate(MOVE, walk.met)  # `signal.new_tensor(v)` copies v's data onto signal's device
     if isinstance(func, cst.Attribute) and func.attr.value in _WRITES and call.args[0] is parent:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
@@ -648,6 +651,9 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
     return out
 
 
+_FLOW_DEPTH = 4  # bindings followed back from a use, each through the value it was given
+
+
 def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts, extra: set = frozenset()) -> set[str]:
     """Tensor parameters and the local names computed from them (flow-insensitive); `extra`
     seeds it further (`module_self`)."""
@@ -768,18 +774,19 @@ class FunctionValues:
     def meets_derived(self, met) -> bool:
         return any(self._tensor_here(expr) for expr in met)
 
-    def _tensor_here(self, expr: cst.BaseExpression, apart: frozenset = frozenset()) -> bool:
+    def _tensor_here(self, expr: cst.BaseExpression, apart: frozenset = frozenset(), depth: int = 0) -> bool:
         """Derived from a tensor parameter (less the names `apart`), where a name whose binding
         that reaches expr is a host value or a value not derived from one (`curr =
-        curr.cpu().float()`, `emb = math.log(n) / d` on the lines before) counts as that value."""
+        curr.cpu().float()`, `emb = math.log(n) / d` on the lines before, or `c = c / n` after
+        `c = x.sum()` with `x` such a value) counts as that value."""
         derived = self.derived - apart
         if not is_derived(expr, derived, self.facts):
             return False
         apart_here = {n.value for n in syntax.walk(expr) if isinstance(n, cst.Name) and n.value in derived
-                     and self._underived_binding_reaches(n)}
+                     and self._underived_binding_reaches(n, depth)}
         return not apart_here or is_derived(expr, derived - apart_here, self.facts)
 
-    def _underived_binding_reaches(self, use: cst.Name) -> bool:
+    def _underived_binding_reaches(self, use: cst.Name, depth: int = 0) -> bool:
         """The last binding of `use`'s name before it is `name = <host value, or one not derived
         from a tensor parameter>`, in a block that holds the use (it always runs before it), with
         no later binding in a loop around the use."""
@@ -796,8 +803,11 @@ class FunctionValues:
         if not before:
             return False
         index, statement, value = before[-1]
+        # the bound value is judged where it is bound: its names by the bindings reaching it,
+        # each earlier in the text than the last (a few steps deep)
         if value is None or not (values.is_host_value(value, self.facts)
-                                 or not is_derived(value, self.derived, self.facts)):
+                                 or not (self._tensor_here(value, depth=depth + 1) if depth < _FLOW_DEPTH
+                                         else is_derived(value, self.derived, self.facts))):
             return False
         if id(flow.parents.get(id(statement))) not in enclosing:
             return False  # bound in a branch the use may not follow

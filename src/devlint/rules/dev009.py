@@ -98,6 +98,7 @@ class _Class:
     methods_called: dict[str, set[str]] = field(default_factory=dict)  # NAME -> `self.NAME.m(...)` names
     other_values: set[str] = field(default_factory=set)  # NAMEs also assigned something else than a container
     uses: Optional[ForwardTimeSites] = None  # reads of `self.NAME` that use the items, by NAME
+    deleted: set[tuple[int, str]] = field(default_factory=set)  # (id of a _Method, NAME): `del self.NAME` there
 
 
 class ModuleInPlainContainer(Rule):
@@ -370,6 +371,17 @@ class ModuleInPlainContainer(Rule):
                     if isinstance(name, cst.Name):
                         env.pop(name.value, None)
 
+    def visit_Del(self, node: cst.Del) -> None:
+        """`del self.NAME` in the method that makes the container: it is gone before the object is
+        used (its items' weights copied elsewhere first, if at all)."""
+        frame = self._frame()
+        if frame is None:
+            return
+        for target in [node.target] + [e.value for e in getattr(node.target, "elements", ())]:
+            attribute = frame.self_attribute(target)
+            if attribute is not None:
+                self._classes[frame.klass].deleted.add((id(self._methods[frame]), attribute))
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         """`self.layers += [...]`: an `.extend(...)`."""
         frame = self._frame()
@@ -506,8 +518,8 @@ class ModuleInPlainContainer(Rule):
         unfixable: set[str] = set()  # a plain list stored there as well would raise once it is a ModuleList
         for candidate in klass.candidates:
             name = candidate.target.attr.value
-            if not self._read_anywhere(name, klass):
-                continue  # its items never run in this file: nothing is left behind, nothing to show
+            if not self._read_anywhere(name, klass) or (id(candidate.method), name) in klass.deleted:
+                continue  # its items never run in this file, or the method that makes it deletes it
             contents = _Contents(mapping=candidate.contents.mapping)
             _merge(contents, candidate.contents)
             if name in klass.added:

@@ -165,6 +165,9 @@ class _Scope:
             if key is not None:
                 self.non_tensor_uses.add(key)
         elif isinstance(node, cst.BinaryOperation):
+            if any(isinstance(o, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                   for o in (node.left, node.right)):
+                return  # `"df." + name`, `"%s" % name`: string operations, no tensor
             for operand in (node.left, node.right):
                 key = _key(operand)
                 if key is not None:
