@@ -262,10 +262,10 @@ def test_fix_leaves_baselined_findings_alone(project):
     write(project, {"a.py": HEADER + f"{CUDA}\n{LOAD}\ny = torch.load(q)\n"})
     r = check(project, "--diff", "--unsafe-fixes")
     assert r.returncode == 1
-    assert '-y = torch.load(q)\n+y = torch.load(q, map_location="cpu")\n' in r.stdout
+    assert '-y = torch.load(q)\n+y = torch.load(q, map_location=None if torch.cuda.is_available() else "cpu")\n' in r.stdout
     assert LOAD not in r.stdout.replace(f" {LOAD}\n", "")  # the baselined load stays context at most
     r = check(project, "--fix", "--unsafe-fixes")
-    assert (project / "a.py").read_text() == HEADER + f'{CUDA}\n{LOAD}\ny = torch.load(q, map_location="cpu")\n'
+    assert (project / "a.py").read_text() == HEADER + f'{CUDA}\n{LOAD}\ny = torch.load(q, map_location=None if torch.cuda.is_available() else "cpu")\n'
     assert r.stdout == "Fixed 1 finding, 0 remaining.\n4 findings hidden by the baseline.\n"
     assert r.returncode == 0
 
@@ -276,7 +276,7 @@ def test_stdin_filename(project):
     assert findings(r.stdout) == [("a.py", 4, "DEV001")]
     assert r.stdout.endswith("2 findings hidden by the baseline.\n")
     r = check(project, "-", "--stdin-filename", "a.py", "--fix", "--unsafe-fixes", input=text + "y = torch.load(q)\n")
-    assert r.stdout == text + 'y = torch.load(q, map_location="cpu")\n'  # the baselined load is not fixed
+    assert r.stdout == text + 'y = torch.load(q, map_location=None if torch.cuda.is_available() else "cpu")\n'  # the baselined load is not fixed
     assert "2 findings hidden by the baseline." in r.stderr
     r = check(project, "-", "--stdin-filename", "other.py", input=text)  # recorded for a.py, not other.py
     assert len(findings(r.stdout)) == 3
@@ -395,7 +395,7 @@ def test_fix_on_a_notebook_leaves_baselined_findings_alone(nb_project):
     assert r.returncode == 0, (r.stdout, r.stderr)
     saved = json.loads((nb_project / "nb.ipynb").read_text())["cells"]
     assert ["".join(c["source"]) for c in saved] == [
-        *(source for _, source in NB_CELLS), 'w = torch.load(q, map_location="cpu")']
+        *(source for _, source in NB_CELLS), 'w = torch.load(q, map_location=None if torch.cuda.is_available() else "cpu")']
     r = check(nb_project, ".")
     assert (r.returncode, r.stdout) == (0, HIDDEN_3)
 

@@ -158,7 +158,8 @@ def test_fix_writes_and_summarises(tmp_path):
     assert 'torch.load(path, map_location="cpu"))' in (tmp_path / "m.py").read_text()
     r = run("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path)
     assert (r.returncode, r.stdout.splitlines()[-1]) == (0, "Fixed 1 finding, 0 remaining.")
-    assert (tmp_path / "m.py").read_text().count('map_location="cpu"') == 2
+    text = (tmp_path / "m.py").read_text()
+    assert text.count('map_location="cpu"') == 1 and text.count('map_location=None if torch.cuda.is_available() else "cpu"') == 1
 
 
 def test_unsafe_fixes_from_config(tmp_path):
@@ -212,14 +213,16 @@ def test_line_endings_and_bom_are_kept(tmp_path, newline, encoding):
     (tmp_path / "m.py").write_bytes(text.encode(encoding))
     run("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path)
     data = (tmp_path / "m.py").read_bytes()
-    assert data == text.replace("torch.load(path)", 'torch.load(path, map_location="cpu")').encode(encoding)
+    expected = text.replace("load_state_dict(torch.load(path))", 'load_state_dict(torch.load(path, map_location="cpu"))')
+    expected = expected.replace("return torch.load(path)", 'return torch.load(path, map_location=None if torch.cuda.is_available() else "cpu")')
+    assert data == expected.encode(encoding)
 
 
 def test_latin1_file_stays_latin1(tmp_path):
     text = '# -*- coding: latin-1 -*-\n# café\nimport torch\nx = torch.load(p)\n'
     (tmp_path / "m.py").write_bytes(text.encode("latin-1"))
     run("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path)
-    assert (tmp_path / "m.py").read_bytes() == text.replace("load(p)", 'load(p, map_location="cpu")').encode("latin-1")
+    assert (tmp_path / "m.py").read_bytes() == text.replace("load(p)", 'load(p, map_location=None if torch.cuda.is_available() else "cpu")').encode("latin-1")
 
 
 def test_mode_bits_are_kept(tmp_path):

@@ -793,6 +793,7 @@ SETSTATE_BOX = textwrap.dedent(
         return None
 
     torch.serialization.register_package(-100, lambda obj: None, restore_on_the_gpu)
+    torch.cuda.is_available = lambda: True  # the GPU box has CUDA
     devices = []
     for source in json.loads(sys.argv[2]):
         namespace = {}
@@ -803,20 +804,53 @@ SETSTATE_BOX = textwrap.dedent(
 )
 
 
-def test_dev002_fix_is_unsafe_inside_setstate(checkpoints):
+def test_dev002_fix_inside_setstate_keeps_the_gpu_box_and_loads_without_cuda(checkpoints):
+    """`map_location="cpu"` would move the restored weight off the GPU box's GPU (its
+    `load_state_dict` adopts the tensors); the unsafe fix maps to the CPU only without CUDA."""
     cuda_path, _ = checkpoints
     (finding,) = findings(SETSTATE_LOADER, "DEV002")
     assert finding.fix.applicability == "unsafe"
     assert fix(SETSTATE_LOADER).text == SETSTATE_LOADER  # safe fixes leave it alone
     fixed = fix(SETSTATE_LOADER, unsafe=True).text
-    assert 'torch.load(state["path"], map_location="cpu")' in fixed
+    assert 'torch.load(state["path"], map_location=None if torch.cuda.is_available() else "cpu")' in fixed
     out = subprocess.run(
         [sys.executable, "-c", SETSTATE_BOX, str(cuda_path), json.dumps([SETSTATE_LOADER, fixed])],
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout
     before, after = json.loads(out)
     assert before == "meta"  # the weight lands on the "GPU"
-    assert after == "cpu"  # the fixed code changes where it lands: not a safe fix
+    assert after == before  # and still does after the fix
+    with pytest.raises(RuntimeError, match=CUDA_ERROR):
+        load_source(SETSTATE_LOADER)["load"](str(cuda_path))  # this machine has no CUDA
+    assert load_source(fixed)["load"](str(cuda_path)) == "cpu"  # the fixed code loads here
+
+
+# Elsewhere too (a value read from the checkpoint, not put into a module): the GPU box is kept,
+# and a machine without CUDA loads what used to fail there.
+READER = textwrap.dedent(
+    '''\
+    import torch
+
+
+    def load(path):
+        return torch.load(path)["weight"].device.type
+    '''
+)
+
+
+def test_dev002_unsafe_fix_elsewhere_keeps_the_gpu_box_and_loads_without_cuda(checkpoints):
+    cuda_path, _ = checkpoints
+    fixed = fix(READER, unsafe=True).text
+    assert 'torch.load(path, map_location=None if torch.cuda.is_available() else "cpu")' in fixed
+    assert fix(fixed, unsafe=True).text == fixed  # a second fix changes nothing
+    out = subprocess.run(
+        [sys.executable, "-c", SETSTATE_BOX, str(cuda_path), json.dumps([READER, fixed])],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    assert json.loads(out) == ["meta", "meta"]
+    with pytest.raises(RuntimeError, match=CUDA_ERROR):
+        load_source(READER)["load"](str(cuda_path))
+    assert load_source(fixed)["load"](str(cuda_path)) == "cpu"
 
 
 # DEV007: `.to(X)` at the use puts a loader's batch where the module was moved ("meta" stands in

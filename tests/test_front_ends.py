@@ -168,7 +168,7 @@ def test_sarif_structure(tmp_path):
     (change,) = first["fixes"][0]["artifactChanges"]
     assert change["replacements"] == [{
         "deletedRegion": {"startLine": 3, "startColumn": 5, "endLine": 3, "endColumn": 18},
-        "insertedContent": {"text": 'torch.load(p, map_location="cpu")'},
+        "insertedContent": {"text": 'torch.load(p, map_location=None if torch.cuda.is_available() else "cpu")'},
     }]
 
 

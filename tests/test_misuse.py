@@ -91,7 +91,7 @@ def test_diff_exits_2_when_a_file_does_not_parse(tmp_path):
     ]
     r = run("--diff", "--unsafe-fixes", "bad.py", "good.py", cwd=tmp_path)
     assert r.returncode == 2
-    assert '+a = torch.load(p, map_location="cpu")\n' in r.stdout  # the other file's diff is still shown
+    assert '+a = torch.load(p, map_location=None if torch.cuda.is_available() else "cpu")\n' in r.stdout  # the other file's diff is still shown
     assert r.stderr.endswith("Would fix 2 findings.\n1 file could not be checked.\n")
     assert run("--diff", "--unsafe-fixes", "good.py", cwd=tmp_path).returncode == 1
 
@@ -385,7 +385,7 @@ def test_show_fixes_after_fix_lists_each_file_and_rule(tmp_path):
         "\n"
         "Fixed 3 findings, 1 remaining.\n"
     )
-    assert 'c = torch.load(r, map_location="cpu")' in (tmp_path / "b.py").read_text()
+    assert 'c = torch.load(r, map_location=None if torch.cuda.is_available() else "cpu")' in (tmp_path / "b.py").read_text()
     r = run("--fix", "--show-fixes", ".", cwd=tmp_path)  # nothing left to fix: no list
     assert r.stdout.split("\n", 1)[1] == "Fixed 0 findings, 1 remaining.\n"
 

@@ -201,7 +201,7 @@ def test_fix_changes_only_the_fixed_source_lines_and_a_second_fix_nothing(tmp_pa
         '-    "model.load_state_dict(torch.load(\\"weights.pt\\"))\\n",',
         '+    "model.load_state_dict(torch.load(\\"weights.pt\\", map_location=\\"cpu\\"))\\n",',
         '-    "last = load_checkpoint(\\"last.pt\\")"',
-        '+    "last = load_checkpoint(\\"last.pt\\", map_location=\\"cpu\\")"',
+        '+    "last = load_checkpoint(\\"last.pt\\", map_location=None if torch.cuda.is_available() else \\"cpu\\")"',
     ]
     fixed = json.loads(path.read_text(encoding="utf-8"))
     for before, after in zip(original["cells"], fixed["cells"]):  # outputs, counts, ids, metadata kept
@@ -219,7 +219,7 @@ def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path):
     assert r.returncode == 1
     assert re.findall(r"^(?:---|\+\+\+) .*$", r.stdout, re.M) == [
         "--- a/nb.ipynb:cell 4", "+++ b/nb.ipynb:cell 4", "--- a/nb.ipynb:cell 6", "+++ b/nb.ipynb:cell 6"]
-    assert '+last = load_checkpoint("last.pt", map_location="cpu")' in r.stdout.splitlines()
+    assert '+last = load_checkpoint("last.pt", map_location=None if torch.cuda.is_available() else "cpu")' in r.stdout.splitlines()
     assert path.read_bytes() == NOTEBOOK.read_bytes()
 
 

@@ -71,8 +71,9 @@ def test_fix_line_names_the_applicabilities_the_rule_offers(rule):
     assert line == f"**Fix:** {rule.fix_availability()}", "the doc's Fix line must say what the rule class declares"
     match = re.fullmatch(r"\*\*Fix:\*\* (always|sometimes) available \((safe|unsafe|safe or unsafe)\)", line)
     assert match, line
-    source = (Path(__file__).parent / "fixtures" / f"{rule.code}.py").read_text(encoding="utf-8")
-    findings = [f for f in lint(source) if f.code == rule.code]
+    folder = Path(__file__).parent / "fixtures"  # the rule's fixture and its own extra ones (`dev002_*.py`)
+    paths = [folder / f"{rule.code}.py", *sorted(folder.glob(f"{rule.code.lower()}_*.py"))]
+    findings = [f for path in paths for f in lint(path.read_text(encoding="utf-8")) if f.code == rule.code]
     offered = {f.fix.applicability for f in findings if f.fix is not None}
     assert offered == set(match.group(2).split(" or "))
     assert (match.group(1) == "always") == all(f.fix is not None for f in findings)

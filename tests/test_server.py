@@ -605,8 +605,8 @@ def test_quick_fix_and_fix_all_on_notebook_cells(tmp_path):
 
     cells, quick, action, nothing = run(go())
     (fix,) = quick
-    assert fix.title == 'Fix DEV002: Add `map_location="cpu"` (unsafe)'
-    assert apply(NB_CELLS[2][1], fix, cells[2], 1) == 'state = torch.load(path, map_location="cpu")'
+    assert fix.title == 'Fix DEV002: Add `map_location=None if torch.cuda.is_available() else "cpu"` (unsafe)'
+    assert apply(NB_CELLS[2][1], fix, cells[2], 1) == 'state = torch.load(path, map_location=None if torch.cuda.is_available() else "cpu")'
     assert nothing == []
     assert action.kind == "source.fixAll.devlint" and "safe and unsafe" in action.title
     changed = {change.text_document.uri: apply_edits(NB_CELLS[cells.index(change.text_document.uri)][1], change)
@@ -653,7 +653,7 @@ def test_a_fix_reaching_into_another_cell_is_not_offered_on_a_cell(tmp_path):
     first, second, (across, within) = run(go())
     assert [(d.code, d.range.start.line) for d in first] == [("DEV002", 1)]
     assert [(d.code, d.range.start.line) for d in second] == [("DEV002", 1)]
-    assert across == [] and [a.title for a in within] == ['Fix DEV002: Add `map_location="cpu"` (unsafe)']
+    assert across == [] and [a.title for a in within] == ['Fix DEV002: Add `map_location=None if torch.cuda.is_available() else "cpu"` (unsafe)']
 
 
 def test_a_configuration_change_checks_open_notebooks_again_as_notebooks(tmp_path):

@@ -18,28 +18,6 @@ def round_trip(load: cst.Call, root: cst.CSTNode) -> bool:
     return saved_here(load, root) or in_temporary_folder(load, root)
 
 
-def saved_by_its_class(load: cst.Call, klass: cst.ClassDef, self_name: Optional[str]) -> bool:
-    """Whether `load` reads a path kept on the object (`torch.load(self.queue_path)`) that a
-    method of the same class also saves to (`torch.save(state, self.queue_path)`): a cache or the
-    resume state this program writes and reads back, whose tensors come back where they were."""
-    path = _unwrap_path(path_argument(load)) if path_argument(load) is not None else None
-    if not (self_name and isinstance(path, cst.Attribute) and isinstance(path.value, cst.Name)
-            and path.value.value == self_name):
-        return False
-    for statement in klass.body.body:
-        if not isinstance(statement, cst.FunctionDef):
-            continue
-        own = syntax.self_name(statement)
-        for node in syntax.walk(statement):
-            if isinstance(node, cst.Call) and node is not load and "save" in (syntax.last_name(node.func) or "").lower():
-                for arg in node.args:
-                    saved = _unwrap_path(arg.value)
-                    if isinstance(saved, cst.Attribute) and saved.attr.value == path.attr.value \
-                            and isinstance(saved.value, cst.Name) and saved.value.value == own:
-                        return True
-    return False
-
-
 def path_argument(load: cst.Call) -> Optional[cst.BaseExpression]:
     args = syntax.positional(load)
     return args[0].value if args else getattr(syntax.keyword(load, "f"), "value", None)

@@ -324,8 +324,9 @@ class ValueModel:
         tensors = [v for a, v in arguments if a.keyword is None and _tensor_kind(v) is not None]
         if place is None and device is None and tensors and all(v.place == HOST for v in tensors):
             place = HOST  # `torch.cat([a.cpu(), b.cpu()])`: computed only from host values
-        if qualified in PARAMETER_CLASSES or method in names.NON_TENSOR_METHODS or qualified.startswith("torch.nn."):
-            return Value(None, place)
+        if qualified in PARAMETER_CLASSES or method in names.NON_TENSOR_METHODS or qualified.startswith("torch.nn.") \
+                or qualified.startswith(_PROGRAM_MAKERS):
+            return Value(None, place)  # `torch.jit.trace(m, torch.rand(...))` makes a module, not a tensor
         last = qualified.rsplit(".", 1)[-1]
         if last[:1].isupper() and not last.endswith("Tensor"):
             # A torch class other than a tensor class (`torch.distributions.Normal(loc, scale)`):
@@ -333,6 +334,12 @@ class ValueModel:
             return Value(None, place)
         holds_tensor = any(_tensor_kind(v) is not None for a, v in arguments if a.keyword is None)
         return Value(TENSOR if holds_tensor else None, place)
+
+
+# torch's namespaces whose functions make modules, programs or other objects from a module and
+# example tensors (`torch.jit.trace`, `torch.export.export`, `torch.compile`), not tensors.
+_PROGRAM_MAKERS = ("torch.jit.", "torch.export.", "torch.fx.", "torch.onnx.", "torch.ao.", "torch.quantization.",
+                   "torch.compile", "torch.optim.", "torch.utils.data.")
 
 
 def is_host_value(expr: cst.BaseExpression, facts, names: Callable[[str], Value] = lambda name: UNKNOWN) -> bool:

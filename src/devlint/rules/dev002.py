@@ -5,14 +5,16 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
-from devlint.analysis import round_trips, values
+from devlint.analysis import round_trips
+from devlint.analysis.bindings import name_bound_at
 from devlint.base import SAFE, UNSAFE, NodeFix, Rule
 
 
 class LoadWithoutMapLocation(Rule):
     """A loader of `names.LOADERS` called without `map_location` (keyword or positional slot)
     or `**kwargs`; the fix adds `map_location="cpu"`, safe straight into `load_state_dict`
-    (or through a local name used only there)."""
+    (or through a local name used only there), and elsewhere, unsafe,
+    `map_location=None if torch.cuda.is_available() else "cpu"`."""
 
     code = "DEV002"
     name = "load-without-map-location"
@@ -34,26 +36,30 @@ class LoadWithoutMapLocation(Rule):
         if round_trips.round_trip(node, frame.node if frame is not None else self.ctx.ancestors[0]):
             return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
-        # them to the CPU changes nothing else. Elsewhere they used to land on the GPU; inside
-        # `__setstate__` the object being restored is whatever the pickle held.
+        # them to the CPU changes nothing else. Elsewhere the loaded tensors (or a whole model)
+        # land where they were saved, and the program may rely on that: the fix maps them to
+        # the CPU only where CUDA is missing, where the load used to fail.
         safe = not self._in_setstate() and (
             self._loaded_into_load_state_dict(self.ctx.ancestors) or self._loaded_through_name()
         )
-        # The class's own saved state (`torch.save(state, self.queue_path)` in another method)
-        # comes back where the program kept it: mapped to the CPU it would stay there.
-        own_state = frame is not None and frame.klass is not None \
-            and round_trips.saved_by_its_class(node, frame.klass.node, frame.self_name)
-        fix = None if self._runs_as_loaded() or (own_state and not safe) else NodeFix(
-            SAFE if safe else UNSAFE,
-            'Add `map_location="cpu"`',
-            node,
-            edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))),
-        )
+        fix = self._fix(node, safe)
         self.report(
             node.func,
             f"`{qualified}()` without `map_location`: a checkpoint saved on a GPU fails to load on a machine without one",
             fix,
         )
+
+    def _fix(self, node: cst.Call, safe: bool) -> Optional[NodeFix]:
+        if safe:
+            return NodeFix(SAFE, 'Add `map_location="cpu"`', node,
+                           edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))))
+        ancestors = list(self.ctx.ancestors)
+        available = self.facts.spelling("torch.cuda.is_available", bound=lambda n: name_bound_at(n, ancestors))
+        if available is None:
+            return None  # no name of the file reaches `torch.cuda` where the load runs
+        value = cst.parse_expression(f'None if {available}() else "cpu"')
+        return NodeFix(UNSAFE, f'Add `map_location=None if {available}() else "cpu"`', node,
+                       edits.add_arg(node, edits.keyword_arg("map_location", value)))
 
     def _loaded_through_name(self) -> bool:
         """`state = torch.load(p)` (or `torch.load(p)["model"]`) whose name the scope uses once,
@@ -84,33 +90,6 @@ class LoadWithoutMapLocation(Rule):
         torch object: not a module bound by an import (`dist_util.load_state_dict(...)`)."""
         call = loaded_into_load_state_dict(path, copies=True)
         return call is not None and self.facts.receiver_may_be_torch_object(call.func.value, path[:next(i for i, n in enumerate(path) if n is call) + 1])
-
-    def _runs_as_loaded(self) -> bool:
-        """`model = torch.load(p)` (or `torch.jit.load(p)`) that the same scope calls as a module
-        (`model(x)`) and never moves, while it moves other values to a device (`x.to(device)`):
-        the module runs where it was saved, beside those inputs, and `map_location="cpu"` would
-        run it on the CPU. (With inputs the scope leaves where they are, the fix keeps the two
-        together on the CPU.)"""
-        path = self.ctx.ancestors
-        assign = path[-2] if len(path) > 1 else None
-        if not (isinstance(assign, cst.Assign) and assign.value is path[-1] and len(assign.targets) == 1
-                and isinstance(assign.targets[0].target, cst.Name)):
-            return False
-        name = assign.targets[0].target.value
-        frame = self.ctx.function
-        scope = frame.node if frame is not None else path[0]
-        called = moved = inputs_placed = False
-        for node in syntax.walk(scope):
-            if isinstance(node, cst.Call):
-                func = node.func
-                if isinstance(func, cst.Name) and func.value == name:
-                    called = True
-                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
-                        and func.attr.value in names.PLACING_METHODS:
-                    moved = True
-                elif values.is_move(node, self.facts) and not values.is_host_call(node, self.facts):
-                    inputs_placed = True  # `x.to(device)`, `x.cuda()`: the scope puts values on a device
-        return called and not moved and inputs_placed
 
     def _in_setstate(self) -> bool:
         frame = self.ctx.function

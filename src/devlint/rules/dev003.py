@@ -125,6 +125,8 @@ def _fix(call: cst.Call, source: str, param, ends, path) -> NodeFix | None:
         return None
     if _rebound_around(path, param):  # `param` is another value where the call runs
         return None
+    if any(isinstance(node, cst.Param) for node in path):
+        return None  # a parameter's default runs when the `def` does: no parameter is bound there
     replacement = edits.add_arg(call, edits.keyword_arg("device", edits.device_of(param)))
     return NodeFix(UNSAFE, f"Add `device={param}.device`", call, replacement)
 

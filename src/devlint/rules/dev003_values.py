@@ -838,6 +838,8 @@ class FunctionValues:
                      factory_names=self.factory_names())
         if found.kind == USE and self._returned_and_moved(found, call):
             return Verdict()
+        if found.kind == USE and isinstance(found.at, cst.Param):
+            return Verdict()  # a parameter's default: where it meets anything is the parameter's reads, not followed
         if found.kind == USE:
             return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:

@@ -208,6 +208,12 @@ class UnregisteredTensorAttribute(Rule):
                 if _moved_at_read(list(path), self_name, self.facts, local)
                 or _moved_earlier(list(path), name, self_name, self.facts, local)
             }
+        # An attribute set in `__init__` and in another method is fixed in `__init__` only: once a
+        # buffer, a later `self.NAME = t` sets the buffer, and registering it again elsewhere while
+        # `__init__` still sets a plain attribute raises KeyError.
+        methods_of: dict[str, set[str]] = {}
+        for candidate in state.candidates:
+            methods_of.setdefault(candidate.target.attr.value, set()).add(_method_of(candidate.ancestors))
         found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
@@ -225,7 +231,8 @@ class UnregisteredTensorAttribute(Rule):
             taken = existing is not None and name in existing
             # A buffer follows the module away from the host batches a loader-time method meets it with.
             # Under an `_apply` that moves nothing, a buffer stays where the attribute stays: no fix.
-            fix = None if existing is None or taken or read_in & loader_time or keeps_tensors \
+            elsewhere = len(methods_of[name]) > 1 and _method_of(candidate.ancestors) != "__init__"
+            fix = None if existing is None or taken or read_in & loader_time or keeps_tensors or elsewhere \
                 else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
             found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
         reads = state.reads
@@ -599,6 +606,17 @@ def _loop_counter(target: cst.BaseExpression, iterable: cst.BaseExpression) -> O
     if iterable.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements \
             and isinstance(target.elements[0].value, cst.Name):
         return target.elements[0].value.value
+    return None
+
+
+def _method_of(ancestors) -> Optional[str]:
+    """The name of the method (the outermost function in the class) that holds the assignment."""
+    in_class = False
+    for node in ancestors:
+        if isinstance(node, cst.ClassDef):
+            in_class = True
+        elif in_class and isinstance(node, cst.FunctionDef):
+            return node.name.value
     return None
 
 

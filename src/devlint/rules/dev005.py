@@ -75,7 +75,10 @@ class HardcodedCudaString(Rule):
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
         if as_argument and _device_type_with_index(path, i, self.facts):
             as_argument = False  # `torch.device("cuda", k)`: a `device` object there raises TypeError
-        if value is node and as_argument and self.ctx[DeviceNames].device_in_scope():
+        formats_device = isinstance(node, cst.FormattedString) and any(
+            isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node))
+        if value is node and as_argument and self.ctx[DeviceNames].device_in_scope() and not formats_device:
+            # (`f"cuda:{device}"` with an ordinal `device`: `device` alone names the same CUDA device)
             choose = " (chosen with `torch.accelerator.current_accelerator()`)" if self.ctx.torch_at_least(2, 6) else ""
             fix = NodeFix(UNSAFE, f"Replace {shown or node.value} with `device`{choose}", node, cst.Name("device"))
         if shown is None:

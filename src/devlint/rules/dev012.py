@@ -78,6 +78,9 @@ class StaleDeviceAttribute(Rule):
             return [device] if device is not None else []
         if method != "to" or self._is_module_receiver(frame, func.value):
             return []
+        parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
+        if isinstance(parent, cst.Call) and parent.func is call:
+            return []  # `self.layers[i].to(self.device)(x)`: what is called is a module, moved in place
         first = syntax.positional(call)[:1]
         return [a for a in (device, *first) if a is not None]
 
