@@ -20,7 +20,8 @@ while read -r spec half; do
     base=$(basename "$a" "-$ver.tar.gz"); [ "$(echo "$base" | tr 'A-Z_.' 'a-z--')" = "$name" ] && echo "$a" && break; done; true; }
   archive=$(find_archive)
   if [ -z "$archive" ]; then
-    python3 -m pip download -q --no-deps --no-binary=:all: -d "$dest/archives" "$spec" >&2
+    python3 -m pip download -q --no-deps --no-binary=:all: -d "$dest/archives" "$spec" >&2 \
+      || python3 "$here/fetch_sdist.py" "$name" "$ver" "$dest/archives"  # an sdist pip cannot prepare
     archive=$(find_archive)
   fi
   rm -rf "$out.tmp" && mkdir -p "$out.tmp"
