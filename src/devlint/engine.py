@@ -159,6 +159,8 @@ def _findings(
     findings = {}
     line_starts = _line_starts(source) if source is not None else None
     for r in reported:
+        if _never_runs(r.ancestors):
+            continue
         where = positions[r.node]
         fix = None
         if r.fix is not None and _keeps_comments(r.fix):
@@ -180,6 +182,20 @@ def _findings(
         )
         findings.setdefault((finding.row, finding.column, r.code), finding)  # one per place and code
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _never_runs(ancestors: Sequence[cst.CSTNode]) -> bool:
+    """Whether the code at ancestors[-1] sits in the body of `if False:` (or `if 0:`, `while
+    False:`): a branch switched off by hand, which never runs, so nothing in it is reported."""
+    for node, child in zip(ancestors, ancestors[1:]):
+        if isinstance(node, (cst.If, cst.While)) and child is node.body and _constant_false(node.test):
+            return True
+    return False
+
+
+def _constant_false(test: cst.BaseExpression) -> bool:
+    return (isinstance(test, cst.Name) and test.value == "False") or (
+        isinstance(test, cst.Integer) and test.value == "0")
 
 
 def _holders(module: cst.Module, found: dict, nodes: dict) -> dict:

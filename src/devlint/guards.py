@@ -140,10 +140,18 @@ def has_skip_marker(defn: cst.FunctionDef | cst.ClassDef) -> bool:
 
 
 def is_early_exit(node: cst.If, test_kind=cuda_test_kind) -> bool:
-    """`if not torch.cuda.is_available(): return` and the like: what follows is guarded."""
-    if node.orelse is not None or test_kind(node.test) is None:
+    """`if not torch.cuda.is_available(): return` and the like, or `if x.is_cuda: ... else:
+    raise ...` (one arm of a plain if/else exits): what follows is guarded."""
+    if test_kind(node.test) is None:
         return False
-    body = node.body
+    if node.orelse is None:
+        return _ends_in_exit(node.body)
+    if isinstance(node.orelse, cst.Else):
+        return _ends_in_exit(node.body) or _ends_in_exit(node.orelse.body)
+    return False
+
+
+def _ends_in_exit(body: cst.BaseSuite) -> bool:
     if isinstance(body, cst.SimpleStatementSuite):
         last = body.body[-1] if body.body else None
     else:

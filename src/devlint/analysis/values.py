@@ -506,7 +506,7 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
     """The local names of func bound only to Python scalars (`n = x.shape[0]`, `n: int` as a
     parameter, `n, c, h, w = x.shape`): every binding is a plain assignment of a scalar expression
     or the unpacking of a shape; other parameters, loop targets and unpacked names are not."""
-    annotated = _scalar_annotated(func)
+    annotated = scalar_annotated(func)
     values_of: dict[str, list] = {name: [] for name in annotated}
     other = set(syntax.param_names(func.params)) - annotated
     for node in syntax.walk_expressions(func.body):
@@ -559,7 +559,7 @@ def scalar_attributes(methods, facts) -> frozenset:
     return frozenset(name for name, scalar in bound.items() if scalar)
 
 
-def _scalar_annotated(func: cst.FunctionDef) -> set[str]:
+def scalar_annotated(func: cst.FunctionDef) -> set[str]:
     """Parameters annotated `int`, `float` or `bool`, or an optional or union of those
     (`Optional[float]`, `float | None`), without a default of another kind (a default of `None`
     is no tensor either)."""

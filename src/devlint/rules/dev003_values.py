@@ -832,6 +832,8 @@ class FunctionValues:
                 return Verdict()  # `torch.tensor(self.loss(x, y) * a)`: a tensor where x is, copied there
             if len(data) == 1 and self._scalar_expression(data[0].value):
                 return Verdict()  # a 0-dim CPU scalar may mix with tensors on any device
+            if len(data) == 1 and self._reads_parameter_unbound(data[0].value, call, values.scalar_annotated(self.node)):
+                return Verdict()  # `value = torch.tensor(value)` with `value: float`: still the number here
             if len(data) == 1 and self._comparison_not_of_arrays(data[0].value):
                 return Verdict()  # `torch.as_tensor(x > 0)`: a bool (0-dim) or a tensor kept where it is
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
@@ -988,10 +990,10 @@ class FunctionValues:
             self._moved = frozenset(name for name, is_moved in bound.items() if is_moved)
         return self._moved
 
-    def _reads_parameter_unbound(self, data: cst.BaseExpression, call: cst.Call) -> bool:
-        """`data` names a tensor parameter that nothing has rebound before `call` runs (in
-        `t = torch.as_tensor(t)` the binding comes after the read)."""
-        if not isinstance(data, cst.Name) or data.value not in self.params:
+    def _reads_parameter_unbound(self, data: cst.BaseExpression, call: cst.Call, params=None) -> bool:
+        """`data` names a tensor parameter (or one of `params`) that nothing has rebound before
+        `call` runs (in `t = torch.as_tensor(t)` the binding comes after the read)."""
+        if not isinstance(data, cst.Name) or data.value not in (self.params if params is None else params):
             return False
         for node, path in syntax.walk_with_paths(self.node.body, []):
             if node is call:
