@@ -1085,12 +1085,12 @@ class FunctionValues:
                 return False
             verdict = self._follow(parts[position].value.value, path, alone=True)
             return verdict.moved and verdict.forward_use is None
-        if found.kind == MOVE:
-            return True
+        if found.kind in (MOVE, NEUTRAL, NON_TENSOR):
+            return True  # moved, or only iterated, indexed with or read on the host: it meets nothing
         if found.kind != ASSIGNED or not found.name:
             return False
         verdict = self._follow(found.name, path, found.one_dim)
-        return verdict.moved and verdict.forward_use is None
+        return verdict.forward_use is None  # moved before use, or never used where it meets anything
 
     def _returned_and_moved(self, use: Fate, value: cst.CSTNode) -> bool:
         """`return v` (or `return a, v`) of a method whose result (or that element of it) is
