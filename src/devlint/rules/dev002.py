@@ -53,8 +53,7 @@ class LoadWithoutMapLocation(Rule):
         if safe:
             return NodeFix(SAFE, 'Add `map_location="cpu"`', node,
                            edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))))
-        ancestors = list(self.ctx.ancestors)
-        available = self.facts.spelling("torch.cuda.is_available", bound=lambda n: name_bound_at(n, ancestors))
+        available = self.facts.spelling("torch.cuda.is_available", bound=lambda n: name_bound_at(n, self.ctx.ancestors))
         if available is None:
             return None  # no name of the file reaches `torch.cuda` where the load runs
         value = cst.parse_expression(f'None if {available}() else "cpu"')

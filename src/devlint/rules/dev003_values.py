@@ -703,7 +703,7 @@ class FunctionValues:
         self._moved: Optional[frozenset] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
-        self._returns_moved: Optional[dict] = None  # tuple position (None: the whole value) -> moved at every call
+        self._returns_harmless: Optional[dict] = None  # tuple position (None: the whole value) -> harmless at every call
         self._flow: Optional[_Flow] = None
 
     @property
@@ -838,7 +838,7 @@ class FunctionValues:
                 return Verdict()  # `torch.as_tensor(x > 0)`: a bool (0-dim) or a tensor kept where it is
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
-        if found.kind == USE and self._returned_and_moved(found, call):
+        if found.kind == USE and self._returned_harmlessly(found, call):
             return Verdict()
         if found.kind == USE and isinstance(found.at, cst.Param):
             return Verdict()  # a parameter's default: where it meets anything is the parameter's reads, not followed
@@ -930,7 +930,7 @@ class FunctionValues:
                 continue
             found = fate(node_path, self.facts, self.is_tensor, self.host_tables, node.value in one_dim_names,
                          self.methods, self.factory_names())
-            if found.kind == USE and self._returned_and_moved(found, node):
+            if found.kind == USE and self._returned_harmlessly(found, node):
                 found = Fate(MOVE, found.met)
             if found.kind == USE and found.met and all(self._of_itself(e, tracked) for e in found.met):
                 continue  # `m.masked_fill(m != 0, v)`: the value meets only itself, where it was made
@@ -1069,10 +1069,11 @@ class FunctionValues:
                     bound[target.value] = bound.get(target.value, True) and plain
         return {name for name, plain in bound.items() if plain}
 
-    def moved_before_use(self, path, position: Optional[int] = None) -> bool:
-        """Whether the value path[-1] makes (a call's result) is moved before any use; with a
-        `position`, the element at that position of the tuple the call returns, which the call
-        site must unpack (`a, b = self.f(x)`)."""
+    def meets_nothing_unmoved(self, path, position: Optional[int] = None) -> bool:
+        """Whether the value path[-1] makes (a call's result) meets no tensor before it is moved:
+        moved first, or only iterated, indexed with or read on the host; with a `position`, the
+        element at that position of the tuple the call returns, which the call site must unpack
+        (`a, b = self.f(x)`) and then move before any use."""
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
         if position is not None:
@@ -1092,11 +1093,11 @@ class FunctionValues:
         verdict = self._follow(found.name, path, found.one_dim)
         return verdict.forward_use is None  # moved before use, or never used where it meets anything
 
-    def _returned_and_moved(self, use: Fate, value: cst.CSTNode) -> bool:
-        """`return v` (or `return a, v`) of a method whose result (or that element of it) is
-        moved before use at every call site in its class and the same file's subclasses
-        (`self.kernel(n).repeat(c, 1).to(y)`; `a, v = self.f(x)` then `v.to(y)`): the value
-        is moved before use. `value` is the node the use was found from."""
+    def _returned_harmlessly(self, use: Fate, value: cst.CSTNode) -> bool:
+        """`return v` (or `return a, v`) of a method whose result (or that element of it) meets
+        no tensor unmoved at every call site in its class and the same file's subclasses
+        (`self.kernel(n).repeat(c, 1).to(y)`; `a, v = self.f(x)` then `v.to(y)`; `for size in
+        self.sizes(n):`). `value` is the node the use was found from."""
         if not isinstance(use.at, cst.Return) or use.met or self.name is None:
             return False
         returned = use.at.value
@@ -1106,9 +1107,9 @@ class FunctionValues:
                              if not isinstance(e, cst.StarredElement) and any(n is value for n in syntax.walk(e.value))), None)
             if position is None:
                 return False
-        if self._returns_moved is None:
-            self._returns_moved = {}
-        if position not in self._returns_moved:
+        if self._returns_harmless is None:
+            self._returns_harmless = {}
+        if position not in self._returns_harmless:
             owner = next((info for info in self.facts.classes.values() if info.methods is self.methods), None)
             classes = self.facts.with_subclasses(owner) if owner is not None else []
             functions = [f for info in classes for defs in info.methods.values() for f in defs] or [
@@ -1120,11 +1121,11 @@ class FunctionValues:
                 and node.func.attr.value == self.name and isinstance(node.func.value, cst.Name)
                 and node.func.value.value in ("self", "cls")
             ]
-            self._returns_moved[position] = False  # recursion guard
-            self._returns_moved[position] = bool(sites) and all(
-                _caller_values(self, function).moved_before_use(path, position) for function, path in sites
+            self._returns_harmless[position] = False  # recursion guard
+            self._returns_harmless[position] = bool(sites) and all(
+                _caller_values(self, function).meets_nothing_unmoved(path, position) for function, path in sites
             )
-        return self._returns_moved[position]
+        return self._returns_harmless[position]
 
 
 class _Flow:
