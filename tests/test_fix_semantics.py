@@ -197,6 +197,47 @@ class Tables(nn.Module):
 '''
 
 
+ROTARY_CACHE = textwrap.dedent(
+    '''\
+    import torch
+    from torch import nn
+
+
+    class RotaryCache(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.cos_cached = torch.ones(n, 4)
+            self.sin_cached = torch.zeros(n, 4)
+
+        def rebuild(self, n):
+            freqs = torch.outer(torch.arange(n, dtype=torch.float32), torch.ones(4))
+            self.cos_cached = freqs.cos()
+            self.sin_cached = freqs.sin()
+
+        def forward(self, x):
+            return x * self.cos_cached[: x.shape[0]] + x * self.sin_cached[: x.shape[0]]
+    '''
+)
+
+
+def test_dev004_fixes_a_cache_rebuilt_in_another_method_in_init_only():
+    """Registered in `__init__`, the caches are buffers; the rebuild sets the buffers as they are
+    (a `register_buffer` there too would be a second registration)."""
+    found = findings(ROTARY_CACHE, "DEV004")
+    assert [(f.row, f.fix is not None) for f in found] == [(8, True), (9, True), (13, False), (14, False)]
+    fixed = fix(ROTARY_CACHE, unsafe=True).text
+    assert fixed.count("register_buffer") == 2 and "self.cos_cached = freqs.cos()" in fixed
+    model = load_source(fixed)["RotaryCache"](6)
+    model.rebuild(6)
+    assert set(dict(model.named_buffers())) == {"cos_cached", "sin_cached"}
+    expected = load_source(ROTARY_CACHE)["RotaryCache"](6)
+    expected.rebuild(6)
+    x = torch.randn(6, 4)
+    assert torch.equal(model(x), expected(x))
+    model.to("meta")
+    assert model.cos_cached.device.type == "meta" and model.sin_cached.device.type == "meta"
+
+
 def test_dev004_fix_is_safe_for_an_integer_table_and_unsafe_for_a_float_one():
     """A buffer follows `model.half()` where the plain attribute did not: an integer table comes
     out unchanged, a float one loses precision. Only the first fix is safe."""

@@ -41,6 +41,7 @@ class _Candidate:
     integral: bool  # known to hold integers or bools: a dtype cast of the module leaves it as it is
     made: tuple[cst.CSTNode, str]  # where the tensor is made, and the clause saying so
     ancestors: tuple[cst.CSTNode, ...]  # from the module down to the assignment: what a fix there may name
+    method: Optional[str]  # the method that makes the assignment
 
 
 @dataclass
@@ -161,7 +162,7 @@ class UnregisteredTensorAttribute(Rule):
                     made = (state.made[local], f"`{local}` is made") if local else (value, self._made_clause(value))
                     self._classes[frame.klass].candidates.append(
                         _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made,
-                                   tuple(self.ctx.ancestors))
+                                   tuple(self.ctx.ancestors), frame.method)
                     )
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
                     klass = self._classes[frame.klass]
@@ -213,7 +214,10 @@ class UnregisteredTensorAttribute(Rule):
         # `__init__` still sets a plain attribute raises KeyError.
         methods_of: dict[str, set[str]] = {}
         for candidate in state.candidates:
-            methods_of.setdefault(candidate.target.attr.value, set()).add(_method_of(candidate.ancestors))
+            methods_of.setdefault(candidate.target.attr.value, set()).add(candidate.method)
+
+        def elsewhere(candidate: _Candidate) -> bool:
+            return len(methods_of[candidate.target.attr.value]) > 1 and candidate.method != "__init__"
         found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
@@ -231,14 +235,15 @@ class UnregisteredTensorAttribute(Rule):
             taken = existing is not None and name in existing
             # A buffer follows the module away from the host batches a loader-time method meets it with.
             # Under an `_apply` that moves nothing, a buffer stays where the attribute stays: no fix.
-            elsewhere = len(methods_of[name]) > 1 and _method_of(candidate.ancestors) != "__init__"
-            fix = None if existing is None or taken or read_in & loader_time or keeps_tensors or elsewhere \
+            fix = None if existing is None or taken or read_in & loader_time or keeps_tensors or elsewhere(candidate) \
                 else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
             found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
         reads = state.reads
         # Attributes that move otherwise than a buffer would: an `nn.Parameter` on one path and a
-        # plain value on another, or a flagged attribute that gets no fix.
-        apart = (state.trained & state.untrained) | {c.target.attr.value for c, _, fix in found if fix is None}
+        # plain value on another, or a flagged attribute that gets no fix (but for the assignments
+        # outside `__init__` of one fixed in `__init__`: those set the buffer it becomes).
+        apart = (state.trained & state.untrained) | {
+            c.target.attr.value for c, _, fix in found if fix is None and not elsewhere(c)}
 
         def report() -> None:
             """Once it is known which reads run at forward time: each finding names where its tensor
@@ -606,17 +611,6 @@ def _loop_counter(target: cst.BaseExpression, iterable: cst.BaseExpression) -> O
     if iterable.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements \
             and isinstance(target.elements[0].value, cst.Name):
         return target.elements[0].value.value
-    return None
-
-
-def _method_of(ancestors) -> Optional[str]:
-    """The name of the method (the outermost function in the class) that holds the assignment."""
-    in_class = False
-    for node in ancestors:
-        if isinstance(node, cst.ClassDef):
-            in_class = True
-        elif in_class and isinstance(node, cst.FunctionDef):
-            return node.name.value
     return None
 
 
