@@ -34,12 +34,15 @@ class FileFacts:
         self.aliases: dict[str, str] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.functions: dict[str, list[cst.FunctionDef]] = {}  # module-level, by name
+        # each function's definer: its class (a method), its enclosing function, or None (module level)
+        self.definers: dict[cst.FunctionDef, "ClassInfo | cst.FunctionDef | None"] = {}
+        self.module = module
         self.file_guarded = False
         self.module_device_bound = False  # a module-level `device = ...`
         self._bound_torch = False
         self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its own properties
         self._buffers: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> the names its own methods register as buffers
-        self._scan(module.body, top_level=True, in_class=None)
+        self._scan(module.body, top_level=True, in_class=None, in_function=None)
         if not self._bound_torch:
             # Snippets and notebooks use `torch` without importing it in this file.
             self.aliases.setdefault("torch", "torch")
@@ -220,7 +223,8 @@ class FileFacts:
             pending.extend(other for base in current.base_names for other in self.classes.values() if other.name == base)
         return found
 
-    def _scan(self, statements, top_level: bool, in_class: Optional[ClassInfo]) -> None:
+    def _scan(self, statements, top_level: bool, in_class: Optional[ClassInfo],
+              in_function: Optional[cst.FunctionDef]) -> None:
         for stmt in statements:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
@@ -231,17 +235,18 @@ class FileFacts:
             elif isinstance(stmt, cst.ClassDef):
                 info = ClassInfo(stmt, stmt.name.value, [_base_name(a.value) for a in stmt.bases])
                 self.classes[stmt] = info
-                self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=info)
+                self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=info, in_function=None)
             elif isinstance(stmt, cst.FunctionDef):
+                self.definers[stmt] = in_class if in_class is not None else in_function
                 if in_class is not None:
                     in_class.methods.setdefault(stmt.name.value, []).append(stmt)
                 elif top_level:
                     self.functions.setdefault(stmt.name.value, []).append(stmt)
-                self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=None)
+                self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=None, in_function=stmt)
             else:
                 # if / try / with / for / while: definitions inside still belong to this level.
                 for suite in _suites(stmt):
-                    self._scan(suite, top_level=top_level, in_class=in_class)
+                    self._scan(suite, top_level=top_level, in_class=in_class, in_function=in_function)
 
     def _scan_module_assign(self, node: cst.Assign) -> None:
         for target in node.targets:

@@ -61,7 +61,7 @@ class FactoryWithoutDevice(Rule):
         function = FunctionValues(node, self.facts, is_forward=node.name.value == "forward" and frame.in_module_class)
         info = self.facts.class_info(frame.klass.node) if frame.klass is not None else None
         if info is not None and frame.method == node.name.value:
-            function.methods, function.name = info.methods, node.name.value
+            function.methods = info.methods
         function.host_tables = frozenset(
             found.name for found in (fate(path, self.facts, function.is_tensor, methods=function.methods) for _, _, path in candidates)
             if found.kind == ASSIGNED

@@ -16,7 +16,7 @@ from devlint.analysis.parameters import (
     not_a_tensor_here,
     assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters,
 )
-from devlint.facts import FileFacts
+from devlint.facts import ClassInfo, FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
 # Used as an index into a tensor: CUDA moves CPU indices to the indexed tensor's device.
@@ -694,7 +694,6 @@ class FunctionValues:
         self.node, self.facts, self.is_forward = node, facts, is_forward
         self.host_tables: frozenset = frozenset()  # local names bound to device-less factories
         self.methods: dict = {}  # the enclosing class's methods by name
-        self.name: Optional[str] = None  # the method's name, when it is one
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
@@ -1088,17 +1087,23 @@ class FunctionValues:
             return verdict.moved and verdict.forward_use is None
         if found.kind in (MOVE, NEUTRAL, NON_TENSOR):
             return True  # moved, or only iterated, indexed with or read on the host: it meets nothing
+        if found.kind == USE and not found.met and _stored_then_moved(path, found.at, self.facts):
+            return True
         if found.kind != ASSIGNED or not found.name:
             return False
         verdict = self._follow(found.name, path, found.one_dim)
         return verdict.forward_use is None  # moved before use, or never used where it meets anything
 
     def _returned_harmlessly(self, use: Fate, value: cst.CSTNode) -> bool:
-        """`return v` (or `return a, v`) of a method whose result (or that element of it) meets
-        no tensor unmoved at every call site in its class and the same file's subclasses
-        (`self.kernel(n).repeat(c, 1).to(y)`; `a, v = self.f(x)` then `v.to(y)`; `for size in
-        self.sizes(n):`). `value` is the node the use was found from."""
-        if not isinstance(use.at, cst.Return) or use.met or self.name is None:
+        """`return v` (or `return a, v`) of a function whose result (or that element of it)
+        meets no tensor unmoved at every call site the file has (`self.kernel(n).repeat(c,
+        1).to(y)`; `a, v = self.f(x)` then `v.to(y)`; `for size in self.sizes(n):`): the
+        caller decides where a returned value goes. A method is called through `self`, `cls`
+        or its class in its class and the same file's subclasses; a nested function in the
+        function that defines it; a module-level function in the file's functions. A
+        function the file also names other than in a call (a callback), or calls from module
+        level, is not followed. `value` is the node the use was found from."""
+        if not isinstance(use.at, cst.Return) or use.met:
             return False
         returned = use.at.value
         position = None
@@ -1110,22 +1115,118 @@ class FunctionValues:
         if self._returns_harmless is None:
             self._returns_harmless = {}
         if position not in self._returns_harmless:
-            owner = next((info for info in self.facts.classes.values() if info.methods is self.methods), None)
-            classes = self.facts.with_subclasses(owner) if owner is not None else []
-            functions = [f for info in classes for defs in info.methods.values() for f in defs] or [
-                f for defs in self.methods.values() for f in defs]
-            sites = [
-                (function, path) for function in functions
-                for node, path in syntax.walk_with_paths(function, [])
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value == self.name and isinstance(node.func.value, cst.Name)
-                and node.func.value.value in ("self", "cls")
-            ]
             self._returns_harmless[position] = False  # recursion guard
+            sites = call_sites(self.node, self.facts)
             self._returns_harmless[position] = bool(sites) and all(
-                _caller_values(self, function).meets_nothing_unmoved(path, position) for function, path in sites
+                values_of(function, self.facts).meets_nothing_unmoved(path, position) for function, path in sites
             )
         return self._returns_harmless[position]
+
+
+def _stored_then_moved(path, store, facts) -> bool:
+    """`store` is `self.NAME = <the value>` and the statement after it (in its block, or after
+    the `if` whose arm it ends) first reads `self.NAME` to move it (`self.w = self.w.to(x)`,
+    `m = self.w.to(x.device)`): like a local moved on the next statement, it meets nothing."""
+    if not isinstance(store, cst.Assign) or len(store.targets) != 1:
+        return False
+    target = store.targets[0].target
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
+        return False
+    k = next((k for k in range(len(path) - 1, -1, -1) if path[k] is store), None)
+    following = _statement_after(path, k - 1) if k else None
+    if following is None:
+        return False
+    for node, node_path in syntax.walk_with_paths(following, []):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+                and node.attr.value == target.attr.value:
+            parent, call = (node_path[-2], node_path[-3]) if len(node_path) > 2 else (None, None)
+            return isinstance(parent, cst.Attribute) and parent.value is node and isinstance(call, cst.Call) \
+                and call.func is parent and values.is_move(call, facts)
+    return False
+
+
+def _statement_after(path, k: int) -> Optional[cst.CSTNode]:
+    """The statement that runs after the statement path[k]: the next one in its block, or,
+    where it ends an arm of an `if`, the one after that `if` (None at the end of a loop or a
+    function, or where the block is another kind)."""
+    while k >= 1:
+        block = path[k - 1]
+        if not isinstance(block, cst.IndentedBlock):
+            return None
+        index = next((i for i, s in enumerate(block.body) if s is path[k]), None)
+        if index is None:
+            return None
+        if index + 1 < len(block.body):
+            return block.body[index + 1]
+        j = k - 2
+        if j >= 1 and isinstance(path[j], cst.Else):
+            j -= 1
+        if j < 0 or not isinstance(path[j], cst.If):
+            return None
+        while j >= 1 and isinstance(path[j - 1], cst.If) and path[j - 1].orelse is path[j]:
+            j -= 1  # an `elif` arm: the statement after the whole chain
+        k = j  # the whole `if` statement: the statement after it
+    return None
+
+
+def _inside(function: cst.FunctionDef, definer, facts) -> bool:
+    """Whether `function` is defined inside `definer` (any function of the file when
+    `definer` is None, the module)."""
+    if definer is None:
+        return True
+    seen = facts.definers.get(function)
+    while isinstance(seen, cst.FunctionDef):
+        if seen is definer:
+            return True
+        seen = facts.definers.get(seen)
+    return False
+
+
+def values_of(function: cst.FunctionDef, facts) -> "FunctionValues":
+    """The dataflow facts of any function of the file (a method knows its class's methods)."""
+    found = FunctionValues(function, facts, is_forward=False)
+    definer = facts.definers.get(function)
+    if isinstance(definer, ClassInfo):
+        found.methods, found.name = definer.methods, function.name.value
+    return found
+
+
+def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.FunctionDef, list]]]:
+    """Where the file calls `function`: (the calling function, the path to the call from it).
+    None where it is also named other than as the callee of a call, or called from module
+    level (those uses are not followed)."""
+    name = function.name.value
+    definer = facts.definers.get(function, ...)
+    if definer is ...:
+        return None
+    if isinstance(definer, ClassInfo):
+        receivers = {"self", "cls", definer.name}
+        callers = [f for info in facts.with_subclasses(definer) for defs in info.methods.values() for f in defs]
+        return [
+            (caller, path) for caller in callers for node, path in syntax.walk_with_paths(caller, [])
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == name
+            and isinstance(node.func.value, cst.Name) and node.func.value.value in receivers
+        ]
+    # the code that can see the name: the defining function and the functions inside it, or
+    # the whole file (module-level code first: a call or a name there is not followed)
+    scopes = [definer] if definer is not None else [facts.module]
+    scopes += [f for f in facts.definers if f is not function and _inside(f, definer, facts)]
+    sites = []
+    for scope in scopes:
+        for node, path in syntax.walk_with_paths(scope, []):
+            if not isinstance(node, cst.Name) or node.value != name or node is function.name:
+                continue
+            parent = path[-2] if len(path) > 1 else None
+            if isinstance(parent, cst.Attribute) and parent.attr is node or isinstance(parent, cst.Arg) and parent.keyword is node:
+                continue  # `x.name`, `f(name=...)`: another name
+            if isinstance(parent, cst.FunctionDef) and parent.name is node:
+                continue  # a method of the same name
+            if scope is facts.module or not (isinstance(parent, cst.Call) and parent.func is node):
+                return None  # passed on, rebound, imported or called at module level: callers not seen
+            if any(isinstance(n, cst.Lambda) for n in path):
+                return None
+            sites.append((scope, path[:-1]))
+    return sites
 
 
 class _Flow:
@@ -1159,12 +1260,6 @@ class _Flow:
             out.append(current)
             current = self.parents.get(id(current))
         return out
-
-
-def _caller_values(callee: "FunctionValues", function: cst.FunctionDef) -> "FunctionValues":
-    values_of = FunctionValues(function, callee.facts, is_forward=False)
-    values_of.methods, values_of.name = callee.methods, function.name.value
-    return values_of
 
 
 @dataclass
