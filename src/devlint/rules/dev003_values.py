@@ -5,6 +5,7 @@ Everything is syntactic and local to one function: no types, no inter-procedural
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -687,6 +688,11 @@ def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.B
     return []
 
 
+# per file: (id of a function, tuple position or None) -> its returned value meets nothing
+# unmoved at every call of it
+_harmless_returns: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
+
+
 class FunctionValues:
     """The dataflow facts of one function, computed on first use."""
 
@@ -702,7 +708,6 @@ class FunctionValues:
         self._moved: Optional[frozenset] = None
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
-        self._returns_harmless: Optional[dict] = None  # tuple position (None: the whole value) -> harmless at every call
         self._flow: Optional[_Flow] = None
 
     @property
@@ -1112,15 +1117,17 @@ class FunctionValues:
                              if not isinstance(e, cst.StarredElement) and any(n is value for n in syntax.walk(e.value))), None)
             if position is None:
                 return False
-        if self._returns_harmless is None:
-            self._returns_harmless = {}
-        if position not in self._returns_harmless:
-            self._returns_harmless[position] = False  # recursion guard
+        # one answer per function of the file, shared by every view of it: the calls of a
+        # recursive function (or of functions that return each other's values) lead back here
+        known = _harmless_returns.setdefault(self.facts, {})
+        key = (id(self.node), position)
+        if key not in known:
+            known[key] = False  # while it is decided: a value that comes back round is not followed
             sites = call_sites(self.node, self.facts)
-            self._returns_harmless[position] = bool(sites) and all(
+            known[key] = bool(sites) and all(
                 values_of(function, self.facts).meets_nothing_unmoved(path, position) for function, path in sites
             )
-        return self._returns_harmless[position]
+        return known[key]
 
 
 def _stored_then_moved(path, store, facts) -> bool:
