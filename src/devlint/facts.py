@@ -272,7 +272,10 @@ class FileFacts:
         if id(info) in decided:
             return decided[id(info)]
         seen = seen | {id(info)}
-        kind = _strongest([self._base_kind(base, by_name, seen, decided) for base in info.base_names])
+        kinds = [self._base_kind(base, by_name, seen, decided) for base in info.base_names]
+        kind = _strongest([UNKNOWN if k == NAMED_MODULE else k for k in kinds])
+        if kind == UNKNOWN and NAMED_MODULE in kinds and self._acts_as_module(info):
+            kind = MODULE  # a base named like a module, and code of its own that is one
         if kind == UNKNOWN and "forward" in info.methods and not _skips_base_init(info):
             kind = MODULE  # a `forward` over a base of unknown kind
         decided[id(info)] = kind
@@ -305,12 +308,33 @@ class FileFacts:
             if required is None or package is None or package in ("", required):
                 return MODULE
             return UNKNOWN
-        return MODULE if last.endswith(names.MODULE_BASE_SUFFIXES) else UNKNOWN
+        return NAMED_MODULE if last.endswith(names.MODULE_BASE_SUFFIXES) else UNKNOWN
+
+    def _acts_as_module(self, info: ClassInfo) -> bool:
+        """The class's own methods do what only a module does: define `forward`, build a
+        `torch.nn` module or parameter, or register a buffer, a parameter or a submodule."""
+        if "forward" in info.methods:
+            return True
+        for definitions in info.methods.values():
+            for definition in definitions:
+                for node in syntax.walk(definition):
+                    if not isinstance(node, cst.Call):
+                        continue
+                    qualified = self.resolve(node.func) or ""
+                    if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+                        return True  # `nn.Linear(...)`, `nn.Parameter(...)`
+                    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REGISTRATIONS:
+                        return True
+        return False
 
 
 # What a class or a base is, weakest first: a class is what its strongest base makes it (one
 # base from another framework rules it out; one module base makes it a module).
 NOT_MODULE, UNKNOWN, MODULE, OTHER_FRAMEWORK = "not-module", "unknown", "module", "other-framework"
+# An imported base named like a module (`*Model`, `*Decoder`): a guess, which the class's own
+# code confirms (see `_acts_as_module`); without that, the class is of unknown kind.
+NAMED_MODULE = "named-module"
+_REGISTRATIONS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
 _STRENGTH = {NOT_MODULE: 0, UNKNOWN: 1, MODULE: 2, OTHER_FRAMEWORK: 3}
 # Base names of torch objects that are not modules but have `load_state_dict`, `state_dict`...
 TORCH_OBJECT_BASE_SUFFIXES = ("Optimizer", "Scheduler", "LR", "Scaler")

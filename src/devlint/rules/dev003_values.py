@@ -688,6 +688,8 @@ def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.B
     return []
 
 
+# Tensor methods that return a new tensor (on the receiver's device)
+_NEW_TENSOR_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "clone"})
 # per file: (id of a function, tuple position or None) -> its returned value meets nothing
 # unmoved at every call of it
 _harmless_returns: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
@@ -738,13 +740,22 @@ class FunctionValues:
         return self._bound_values
 
     def factory_names(self) -> frozenset:
-        """Local names bound only to tensor factories (`f = torch.zeros(n, device=d)`)."""
+        """Local names bound only to new tensors: factories (`f = torch.zeros(n, device=d)`), and
+        tensors made in the image of another (`t = torch.zeros_like(s)`, `s.new_zeros(n)`,
+        `s.clone()`). A write into one copies."""
         if self._factory_names is None:
             self._factory_names = frozenset(
                 name for name, bound in self.bound_values().items()
-                if all(isinstance(v, cst.Call) and self.facts.is_tensor_source(v) is not None for v in bound)
+                if all(isinstance(v, cst.Call) and (self.facts.is_tensor_source(v) is not None or self._made_like(v))
+                       for v in bound)
             )
         return self._factory_names
+
+    def _made_like(self, call: cst.Call) -> bool:
+        qualified = self.facts.resolve(call.func) or ""
+        if qualified.startswith("torch.") and qualified.endswith("_like"):
+            return True
+        return isinstance(call.func, cst.Attribute) and qualified == "" and call.func.attr.value in _NEW_TENSOR_METHODS
 
     def scalar_names(self) -> frozenset:
         if self._scalar_names is None:

@@ -167,10 +167,13 @@ class UnregisteredTensorAttribute(Rule):
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
                     klass = self._classes[frame.klass]
                     klass.plain.add(attribute)
-                    if isinstance(value, cst.Call) and self.facts.resolve(value.func) in values.PARAMETER_CLASSES:
-                        klass.trained.add(attribute)
-                        # `self.t = torch.rand(n); self.t *= s; self.t = nn.Parameter(self.t)`: the plain
-                        # tensor lives only until the next statements of the same block make it a parameter
+                    made = self.facts.resolve(value.func) or "" if isinstance(value, cst.Call) else ""
+                    if made in values.PARAMETER_CLASSES or _makes_module(made):
+                        if made in values.PARAMETER_CLASSES:
+                            klass.trained.add(attribute)
+                        # `self.t = torch.rand(n); self.t *= s; self.t = nn.Parameter(self.t)` (or
+                        # `nn.Embedding.from_pretrained(self.t)`): the plain tensor lives only until the
+                        # next statements of the same block make it a parameter or a submodule
                         block = _block_made_parameter(self.ctx.ancestors, attribute, frame.self_name, self.facts)
                         klass.candidates = [c for c in klass.candidates if not (
                             c.target.attr.value == attribute and _innermost_block(c.ancestors) is block)]
@@ -796,6 +799,14 @@ def _holds_only_integers(expr: cst.BaseExpression) -> bool:
             isinstance(e, cst.Element) and _holds_only_integers(e.value) for e in expr.elements
         )
     return _is_int_literal(expr) or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))
+
+
+def _makes_module(qualified: str) -> bool:
+    """A `torch.nn` module class or one of its constructors (`nn.Linear`,
+    `nn.Embedding.from_pretrained`), not a function of `torch.nn.functional` or `torch.nn.init`."""
+    parts = qualified.split(".")
+    return parts[:2] == ["torch", "nn"] and any(part[:1].isupper() for part in parts[2:]) \
+        and qualified not in values.PARAMETER_CLASSES
 
 
 def _block_made_parameter(ancestors, attribute: str, self_name: str, facts) -> Optional[cst.CSTNode]:
