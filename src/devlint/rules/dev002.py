@@ -6,6 +6,7 @@ import libcst as cst
 
 from devlint import edits, names, syntax
 from devlint.analysis import round_trips
+from devlint.analysis.cuda_guards import CudaGuards
 from devlint.analysis.bindings import name_bound_at
 from devlint.base import SAFE, UNSAFE, NodeFix, Rule
 
@@ -20,6 +21,7 @@ class LoadWithoutMapLocation(Rule):
     name = "load-without-map-location"
     summary = "`torch.load` without `map_location`"
     fixes, applicabilities = "sometimes", (SAFE, UNSAFE)
+    requires = (CudaGuards,)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.facts.resolve(node.func)
@@ -53,6 +55,8 @@ class LoadWithoutMapLocation(Rule):
         if safe:
             return NodeFix(SAFE, 'Add `map_location="cpu"`', node,
                            edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))))
+        if self.ctx[CudaGuards].is_guarded():
+            return None  # it runs only where CUDA is: `None if ... else "cpu"` would always be None
         available = self.facts.spelling("torch.cuda.is_available", bound=lambda n: name_bound_at(n, self.ctx.ancestors))
         if available is None:
             return None  # no name of the file reaches `torch.cuda` where the load runs
