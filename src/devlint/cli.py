@@ -18,6 +18,7 @@ COMMANDS = {
     "rule": "show a rule's documentation, or list every rule",
     "explain": "from a device error or traceback to the line to change",
     "confirm": "run the modules the static pass flagged and prove each finding",
+    "export": "tell whether each module exports for a CUDA device, and which lines stop it",
     "server": "a language server over stdio: diagnostics and fixes in an editor",
 }
 DESCRIPTION = ("Find PyTorch device bugs: hardcoded CUDA, torch.load without map_location, "
@@ -132,6 +133,15 @@ def _add_confirm_options(p) -> None:
     _add_config_options(p)
 
 
+def _add_export_options(p) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); FILE.py::ClassName exports one class")
+    p.add_argument("--device", choices=("auto", "cuda", "fake"), default="auto",
+                   help="cuda: a real GPU; fake: a fake cuda:0 (no GPU needed; the default when none is there)")
+    p.add_argument("--timeout", type=_positive(float), metavar="SECONDS", help="per file (default 300)")
+    _add_output_format(p, ("text", "json"))
+    _add_config_options(p)
+
+
 def _json_object(value: str) -> dict:
     try:
         parsed = json.loads(value)
@@ -187,17 +197,20 @@ DESCRIPTIONS = {
     "rule": "Show a rule's documentation.",
     "explain": "Explain a PyTorch device error (a message or a whole traceback) and point at the line to change.",
     "confirm": "Run the modules the static pass flagged and tell, for each finding, whether it breaks.",
+    "export": "Export each nn.Module class for a CUDA device (torch.export; a fake CUDA device where there is "
+              "no GPU) and tell whether it is ready, or which lines keep CPU tensors in the graph.",
     "server": "Serve the Language Server Protocol over standard input and output, for editors.",
 }
 OPTIONS = {"check": _add_check_options, "rule": _add_rule_options,
-           "explain": _add_explain_options, "confirm": _add_confirm_options, "server": _add_server_options}
+           "explain": _add_explain_options, "confirm": _add_confirm_options, "export": _add_export_options,
+           "server": _add_server_options}
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The `devlint` parser and its subcommands' parsers, by name."""
     parser = argparse.ArgumentParser(
         prog="devlint",
-        usage="devlint [check] [options] [PATH ...]\n       devlint {rule,explain,confirm,server} [options] ...",
+        usage="devlint [check] [options] [PATH ...]\n       devlint {rule,explain,confirm,export,server} [options] ...",
         description=DESCRIPTION,
     )
     commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", prog="devlint",
@@ -237,7 +250,7 @@ def _main(argv: list[str]) -> int:
         return EXIT_CLEAN
     command = argv.pop(0) if argv and argv[0] in COMMANDS else "check"
     run = {"check": run_check, "rule": run_rule, "confirm": run_confirm, "explain": run_explain,
-           "server": run_server}[command]
+           "export": run_export, "server": run_server}[command]
     try:
         # The command's own parser, so that its usage errors name it (`devlint confirm: error: ...`).
         return run(_parsers()[1][command].parse_args(argv))
@@ -575,16 +588,7 @@ def run_confirm(args: argparse.Namespace) -> int:
             timeout=args.timeout or float(table.get("timeout", 120)),
             memory_mb=args.memory_mb or int(table.get("memory-mb", 8192)),
             values=_confirm_values(args.values or table.get("values", "auto")),
-            classes={
-                name: {
-                    "init_kwargs": spec.get("init-kwargs"),
-                    "inputs": [{"shape": shape, "dtype": _input_dtype(
-                                   spec.get("input-dtype", "float32"), f"[tool.devlint.confirm.classes.{name}] input-dtype")}
-                               for shape in spec.get("input-shapes", [])] or None,
-                    "forward_kwargs": spec.get("forward-kwargs"),
-                }
-                for name, spec in table.get("classes", {}).items()
-            },
+            classes=_configured_classes(table),
         )
         options.init_kwargs = args.init_kwargs
         options.input_shapes = args.input_shape
@@ -651,6 +655,91 @@ def run_confirm(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items() if n)
         print(summary or "No findings to confirm.")
     return EXIT_FINDINGS if counts["confirmed"] else EXIT_CLEAN
+
+
+def _configured_classes(table: dict) -> dict:
+    """`[tool.devlint.confirm.classes.NAME]`: how to build and feed the classes no guess fits."""
+    return {
+        name: {
+            "init_kwargs": spec.get("init-kwargs"),
+            "inputs": [{"shape": shape, "dtype": _input_dtype(
+                           spec.get("input-dtype", "float32"), f"[tool.devlint.confirm.classes.{name}] input-dtype")}
+                       for shape in spec.get("input-shapes", [])] or None,
+            "forward_kwargs": spec.get("forward-kwargs"),
+        }
+        for name, spec in table.get("classes", {}).items()
+    }
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from devlint.config import ConfigError
+    from devlint.confirm import cuda_missing, selectable_classes, torch_missing
+    from devlint.confirm.export import STATUSES, ExportOptions, export_file, text_lines
+    from devlint.runner import SourceError, check_file, decode, discover
+
+    cwd = Path.cwd()
+    targets = [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in args.paths or ["."]]
+    try:
+        settings = _settings(args, targets[0][0], cwd)
+    except (ConfigError, ValueError) as exc:
+        print(f"devlint export: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    missing = torch_missing()
+    if missing:
+        print(f"devlint export: error: {missing}; install the confirm extra: pip install 'devlint[confirm]'", file=sys.stderr)
+        return EXIT_ERROR
+    if args.device == "cuda":
+        missing = cuda_missing()
+        if missing:
+            print(f"devlint export: error: --device cuda: {missing}; leave --device out (or give --device fake) "
+                  "to export for a fake CUDA device", file=sys.stderr)
+            return EXIT_ERROR
+    try:
+        options = ExportOptions(device=args.device, timeout=args.timeout or float(settings.confirm.get("timeout", 300)),
+                                classes=_configured_classes(settings.confirm))
+    except ValueError as exc:
+        print(f"devlint export: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    work = []
+    for root, only in targets:
+        defined: dict[str, dict[str, bool]] = {}
+        for path, problem in discover([root], settings):
+            if problem is not None:
+                print(f"devlint export: error: {problem}", file=sys.stderr)
+                return EXIT_ERROR
+            if path.suffix != ".py":
+                continue  # export imports modules, not notebooks
+            try:
+                source = decode(path.read_bytes())[0]
+            except (OSError, SourceError) as exc:
+                print(f"devlint export: error: {path}: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            classes = selectable_classes(source)
+            display = _display(path, cwd)
+            defined[display] = classes
+            if only is None and not any(classes.values()):
+                continue  # no class that may be a module: nothing to export
+            if only is not None and only not in classes:
+                continue
+            work.append((path, display, source, only))
+        problem = _selection_problem(only, defined, root) if only and defined else None
+        if problem:
+            print(f"devlint export: error: {problem.replace('confirm', 'export')}", file=sys.stderr)
+            return EXIT_ERROR
+    records = []
+    for path, display, source, only in work:
+        findings = check_file(path, settings, display).findings
+        records += export_file(path, display, source, findings, only, options)
+    counts = {status: sum(r["status"] == status for r in records) for status in STATUSES}
+    if args.output_format == "json":
+        print(json.dumps(records, indent=2))
+    else:
+        for record in records:
+            print("\n".join(text_lines(record)))
+        words = {"ready": "ready", "fails": "fail", "not-run": "not run"}
+        summary = ", ".join(f"{n} {words[status]}" for status, n in counts.items() if n)
+        print(summary or "No module classes to export.")
+    return EXIT_FINDINGS if counts["fails"] else EXIT_CLEAN
 
 
 def _selection_problem(only: str, defined: dict[str, dict[str, bool]], root: Path) -> Optional[str]:
