@@ -79,6 +79,17 @@ class FailsToBuild(nn.Module):
 
     def forward(self, x):
         return x
+
+
+class KeptDevice(nn.Module):
+    def __init__(self, device="cpu"):
+        super().__init__()
+        self.device = torch.device(device)
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        offsets = torch.ones(4, device=self.device)
+        return self.proj(x) + offsets
 '''
 
 
@@ -150,6 +161,23 @@ def test_a_module_whose_construction_fails_is_not_run_with_why(exported):
     assert record["status"] == "not-run"
     assert "ValueError: needs a config file" in record["message"]
     assert locations(record) == [(row_of('raise ValueError("needs a config file")'), None, "raised")]
+
+
+def test_a_device_kept_from_init_fails_at_the_factory_that_reads_it(exported):
+    record = exported["KeptDevice"]
+    assert record["status"] == "fails"
+    assert locations(record) == [(row_of("offsets = torch.ones(4, device=self.device)"), "DEV012", "made"),
+                                 (row_of("return self.proj(x) + offsets"), None, "meets")]
+
+
+def test_an_untested_torch_version_is_not_run_with_the_reason(monkeypatch):
+    from devlint.confirm import export_child
+
+    monkeypatch.setattr(export_child.torch, "__version__", "2.4.1")
+    problem = export_child.torch_version_problem()
+    assert problem.startswith("torch 2.4.1: devlint export is tested on torch 2.11 to 2.13")
+    monkeypatch.setattr(export_child.torch, "__version__", "2.12.0+cu128")
+    assert export_child.torch_version_problem() is None
 
 
 def test_text_output_one_line_per_class_and_one_per_location(tmp_path):

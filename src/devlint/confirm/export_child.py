@@ -32,8 +32,11 @@ from devlint.confirm.child import (
 # private APIs: on other versions every class is `not-run`, with the reason.
 TESTED = ((2, 11), (2, 13))
 NOT_LINKED = "is not linked with support for cuda devices"
-# How a device mismatch reads: torch 2.13, and the older fake-tensor wording (torch 2.11)
-MISMATCH = ("Expected all tensors to be on the same device", "Unhandled FakeTensor Device Propagation")
+# How a device mismatch reads: "Expected all tensors to be on the same device" (torch 2.13), the
+# older fake-tensor wording "Unhandled FakeTensor Device Propagation ... found two different
+# devices" (torch 2.11), and operators' own checks ("meshgrid expects all tensors to have the
+# same device")
+MISMATCH = ("same device", "two devices", "different devices", "Device Propagation", "device mismatch")
 # torch functions that make a new tensor on the default device (the CPU) without `device=`
 FACTORIES = frozenset({
     "arange", "range", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
