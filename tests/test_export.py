@@ -229,6 +229,12 @@ def test_a_missing_class_is_a_usage_error(tmp_path):
     assert "no class named Nowhere in models.py" in r.stderr
 
 
+def test_a_missing_path_is_a_usage_error_that_names_it(tmp_path):
+    r = devlint("export", "nowhere.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith("devlint export: error: nowhere.py: ")
+
+
 def test_a_file_that_does_not_import_is_not_run(tmp_path):
     (tmp_path / "broken.py").write_text("import torch\nfrom torch import nn\nimport not_a_module_here\n\n\n"
                                         "class M(nn.Module):\n    def forward(self, x):\n        return x\n")

@@ -705,7 +705,7 @@ def run_export(args: argparse.Namespace) -> int:
         defined: dict[str, dict[str, bool]] = {}
         for path, problem in discover([root], settings):
             if problem is not None:
-                print(f"devlint export: error: {problem}", file=sys.stderr)
+                print(f"devlint export: error: {path}: {problem}", file=sys.stderr)
                 return EXIT_ERROR
             if path.suffix != ".py":
                 continue  # export imports modules, not notebooks
