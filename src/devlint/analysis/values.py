@@ -30,10 +30,17 @@ def is_dtype_only_move(call: cst.Call, facts) -> bool:
     return True
 
 
+def _names_cuda_type(expr: cst.BaseExpression, facts) -> bool:
+    """`torch.cuda.FloatTensor` (or its string): a legacy CUDA tensor type."""
+    name = facts.resolve(expr) or syntax.string_value(expr) or ""
+    return name.startswith("torch.cuda.") and name.endswith("Tensor")
+
+
 def is_move(call: cst.Call, facts) -> bool:
     """A method call that moves its receiver: `.to(d)` (not `.to(dtype)`), `.cuda()`,
-    `.type_as(t)`, and `.type(t.type())`, whose type string names t's device
-    (`torch.cuda.FloatTensor` for a CUDA t) like `.type_as(t)`. `.type(torch.float)` only casts."""
+    `.type_as(t)`, `.type(torch.cuda.FloatTensor)`, and `.type(t.type())`, whose type string
+    names t's device (`torch.cuda.FloatTensor` for a CUDA t) like `.type_as(t)`.
+    `.type(torch.float)` only casts."""
     if not isinstance(call.func, cst.Attribute) or facts.resolve(call.func) is not None:
         return False
     method = call.func.attr.value
@@ -42,6 +49,8 @@ def is_move(call: cst.Call, facts) -> bool:
     if method == "type":
         args = syntax.positional(call)
         given = args[0].value if len(args) == 1 and len(call.args) == 1 else None
+        if given is not None and _names_cuda_type(given, facts):
+            return True  # `.type(torch.cuda.FloatTensor)`: a copy onto the current GPU
         return (
             isinstance(given, cst.Call) and isinstance(given.func, cst.Attribute) and given.func.attr.value == "type"
             and not given.args and facts.resolve(given.func) is None

@@ -78,6 +78,8 @@ class StaleDeviceAttribute(Rule):
             return [device] if device is not None else []
         if method != "to" or self._is_module_receiver(frame, func.value):
             return []
+        if isinstance(func.value, cst.Attribute) and frame.self_attribute(func.value.value) is not None:
+            return []  # `self.model.head.to(self.device)`: a part of another object, of a kind not known here
         parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
         if isinstance(parent, cst.Call) and parent.func is call:
             return []  # `self.layers[i].to(self.device)(x)`: what is called is a module, moved in place
