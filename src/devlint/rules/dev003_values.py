@@ -1187,6 +1187,18 @@ def _statement_after(path, k: int) -> Optional[cst.CSTNode]:
     return None
 
 
+# per file: id of a scope (a function, or the module's own code) -> the names it mentions
+_scope_names: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
+
+
+def _names_read(scope: cst.CSTNode, facts) -> frozenset:
+    known = _scope_names.setdefault(facts, {})
+    if id(scope) not in known:
+        known[id(scope)] = frozenset(
+            node.value for node, _ in syntax.walk_with_paths(scope, []) if isinstance(node, cst.Name))
+    return known[id(scope)]
+
+
 def _inside(function: cst.FunctionDef, definer, facts) -> bool:
     """Whether `function` is defined inside `definer` (any function of the file when
     `definer` is None, the module)."""
@@ -1201,12 +1213,19 @@ def _inside(function: cst.FunctionDef, definer, facts) -> bool:
 
 
 def values_of(function: cst.FunctionDef, facts) -> "FunctionValues":
-    """The dataflow facts of any function of the file (a method knows its class's methods)."""
-    found = FunctionValues(function, facts, is_forward=False)
-    definer = facts.definers.get(function)
-    if isinstance(definer, ClassInfo):
-        found.methods, found.name = definer.methods, function.name.value
-    return found
+    """The dataflow facts of any function of the file (a method knows its class's methods),
+    one view per function and file."""
+    views = _views.setdefault(facts, {})
+    if id(function) not in views:
+        found = FunctionValues(function, facts, is_forward=False)
+        definer = facts.definers.get(function)
+        if isinstance(definer, ClassInfo):
+            found.methods = definer.methods
+        views[id(function)] = found
+    return views[id(function)]
+
+
+_views: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
 
 
 def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.FunctionDef, list]]]:
@@ -1231,6 +1250,8 @@ def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.Func
     scopes += [f for f in facts.definers if f is not function and _inside(f, definer, facts)]
     sites = []
     for scope in scopes:
+        if name not in _names_read(scope, facts):
+            continue
         for node, path in syntax.walk_with_paths(scope, []):
             if not isinstance(node, cst.Name) or node.value != name or node is function.name:
                 continue
