@@ -5,7 +5,6 @@ Everything is syntactic and local to one function: no types, no inter-procedural
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -690,11 +689,6 @@ def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.B
 
 # Tensor methods that return a new tensor (on the receiver's device)
 _NEW_TENSOR_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "clone"})
-# per file: (id of a function, tuple position or None) -> its returned value meets nothing
-# unmoved at every call of it
-_harmless_returns: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
-
-
 class FunctionValues:
     """The dataflow facts of one function, computed on first use."""
 
@@ -1130,7 +1124,7 @@ class FunctionValues:
                 return False
         # one answer per function of the file, shared by every view of it: the calls of a
         # recursive function (or of functions that return each other's values) lead back here
-        known = _harmless_returns.setdefault(self.facts, {})
+        known = self.facts.memo.setdefault("dev003.harmless-returns", {})
         key = (id(self.node), position)
         if key not in known:
             known[key] = False  # while it is decided: a value that comes back round is not followed
@@ -1187,12 +1181,9 @@ def _statement_after(path, k: int) -> Optional[cst.CSTNode]:
     return None
 
 
-# per file: id of a scope (a function, or the module's own code) -> the names it mentions
-_scope_names: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
-
-
 def _names_read(scope: cst.CSTNode, facts) -> frozenset:
-    known = _scope_names.setdefault(facts, {})
+    """The names a scope (a function, or the module's own code) mentions, once per file."""
+    known = facts.memo.setdefault("dev003.scope-names", {})
     if id(scope) not in known:
         known[id(scope)] = frozenset(
             node.value for node, _ in syntax.walk_with_paths(scope, []) if isinstance(node, cst.Name))
@@ -1215,7 +1206,7 @@ def _inside(function: cst.FunctionDef, definer, facts) -> bool:
 def values_of(function: cst.FunctionDef, facts) -> "FunctionValues":
     """The dataflow facts of any function of the file (a method knows its class's methods),
     one view per function and file."""
-    views = _views.setdefault(facts, {})
+    views = facts.memo.setdefault("dev003.views", {})
     if id(function) not in views:
         found = FunctionValues(function, facts, is_forward=False)
         definer = facts.definers.get(function)
@@ -1224,8 +1215,6 @@ def values_of(function: cst.FunctionDef, facts) -> "FunctionValues":
         views[id(function)] = found
     return views[id(function)]
 
-
-_views: "weakref.WeakKeyDictionary[FileFacts, dict]" = weakref.WeakKeyDictionary()
 
 
 def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.FunctionDef, list]]]:
