@@ -570,7 +570,7 @@ def _input_dtype(value, where: str) -> str:
 def run_confirm(args: argparse.Namespace) -> int:
     from devlint import output
     from devlint.config import ConfigError
-    from devlint.confirm import STATUSES, Options, confirm_findings, cuda_missing, selectable_classes, torch_missing
+    from devlint.confirm import STATUSES, Options, confirm_findings, selectable_classes
     from devlint.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
@@ -596,16 +596,10 @@ def run_confirm(args: argparse.Namespace) -> int:
         print(f"devlint confirm: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     # before any run, so that a missing torch or GPU is said once, not once per finding
-    missing = torch_missing()
-    if missing:
-        print(f"devlint confirm: error: {missing}; install the confirm extra: pip install 'devlint[confirm]'", file=sys.stderr)
+    problem = _runtime_missing(args.device, "--device stand-in", "to run on the stand-in device")
+    if problem:
+        print(f"devlint confirm: error: {problem}", file=sys.stderr)
         return EXIT_ERROR
-    if args.device == "cuda":
-        missing = cuda_missing()
-        if missing:
-            print(f"devlint confirm: error: --device cuda: {missing}; leave --device out (or give --device stand-in) "
-                  "to run on the stand-in device", file=sys.stderr)
-            return EXIT_ERROR
 
     reports, work = [], []
     for root, only in targets:
@@ -657,6 +651,20 @@ def run_confirm(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if counts["confirmed"] else EXIT_CLEAN
 
 
+def _runtime_missing(device: str, other: str, instead: str) -> Optional[str]:
+    """Why `confirm` or `export` cannot run here: no torch, or `--device cuda` without a GPU."""
+    from devlint.confirm import cuda_missing, torch_missing
+
+    missing = torch_missing()
+    if missing:
+        return f"{missing}; install the confirm extra: pip install 'devlint[confirm]'"
+    if device == "cuda":
+        missing = cuda_missing()
+        if missing:
+            return f"--device cuda: {missing}; leave --device out (or give {other}) {instead}"
+    return None
+
+
 def _configured_classes(table: dict) -> dict:
     """`[tool.devlint.confirm.classes.NAME]`: how to build and feed the classes no guess fits."""
     return {
@@ -673,7 +681,7 @@ def _configured_classes(table: dict) -> dict:
 
 def run_export(args: argparse.Namespace) -> int:
     from devlint.config import ConfigError
-    from devlint.confirm import cuda_missing, selectable_classes, torch_missing
+    from devlint.confirm import selectable_classes
     from devlint.confirm.export import STATUSES, ExportOptions, export_file, text_lines
     from devlint.runner import SourceError, check_file, decode, discover
 
@@ -684,16 +692,10 @@ def run_export(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"devlint export: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    missing = torch_missing()
-    if missing:
-        print(f"devlint export: error: {missing}; install the confirm extra: pip install 'devlint[confirm]'", file=sys.stderr)
+    problem = _runtime_missing(args.device, "--device fake", "to export for a fake CUDA device")
+    if problem:
+        print(f"devlint export: error: {problem}", file=sys.stderr)
         return EXIT_ERROR
-    if args.device == "cuda":
-        missing = cuda_missing()
-        if missing:
-            print(f"devlint export: error: --device cuda: {missing}; leave --device out (or give --device fake) "
-                  "to export for a fake CUDA device", file=sys.stderr)
-            return EXIT_ERROR
     try:
         options = ExportOptions(device=args.device, timeout=args.timeout or float(settings.confirm.get("timeout", 300)),
                                 classes=_configured_classes(settings.confirm))
