@@ -90,6 +90,7 @@ class M(nn.Module):
 
 model = M().cuda()
 state = torch.load("m.pt")
+model.load_state_dict(state, map_location="cpu")
 """
 
 
@@ -107,8 +108,11 @@ def _instantiated_analyses(monkeypatch, rule_classes):
 
 
 def test_an_analysis_is_made_only_for_the_rules_that_require_it(monkeypatch):
-    made, findings = _instantiated_analyses(monkeypatch, [BY_CODE["DEV002"]])
+    made, findings = _instantiated_analyses(monkeypatch, [BY_CODE["DEV006"]])
     assert made == []
+    assert [f.code for f in findings] == ["DEV006"]
+    made, findings = _instantiated_analyses(monkeypatch, [BY_CODE["DEV002"]])
+    assert made == ["CudaGuards"]  # whether the load runs only where CUDA is (then no fix)
     assert [f.code for f in findings] == ["DEV002"]
 
     made, _ = _instantiated_analyses(monkeypatch, [BY_CODE["DEV007"], BY_CODE["DEV008"]])

@@ -37,7 +37,8 @@ class FileFacts:
         # each function's definer: its class (a method), its enclosing function, or None (module level)
         self.definers: dict[cst.FunctionDef, "ClassInfo | cst.FunctionDef | None"] = {}
         self.module = module
-        # what an analysis works out once per file and keeps with it (gone with the file's facts)
+        # what an analysis works out once per file and keeps with it (gone with the file's facts;
+        # plain values only: a value that holds the facts would make a cycle)
         self.memo: dict = {}
         self.file_guarded = False
         self.module_device_bound = False  # a module-level `device = ...`

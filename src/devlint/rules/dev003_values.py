@@ -1204,17 +1204,13 @@ def _inside(function: cst.FunctionDef, definer, facts) -> bool:
 
 
 def values_of(function: cst.FunctionDef, facts) -> "FunctionValues":
-    """The dataflow facts of any function of the file (a method knows its class's methods),
-    one view per function and file."""
-    views = facts.memo.setdefault("dev003.views", {})
-    if id(function) not in views:
-        found = FunctionValues(function, facts, is_forward=False)
-        definer = facts.definers.get(function)
-        if isinstance(definer, ClassInfo):
-            found.methods = definer.methods
-        views[id(function)] = found
-    return views[id(function)]
-
+    """The dataflow facts of any function of the file (a method knows its class's methods). Not
+    kept in `facts.memo`: a view holds the facts, and a cycle would outlive the file."""
+    found = FunctionValues(function, facts, is_forward=False)
+    definer = facts.definers.get(function)
+    if isinstance(definer, ClassInfo):
+        found.methods = definer.methods
+    return found
 
 
 def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.FunctionDef, list]]]:
