@@ -323,8 +323,7 @@ class FileFacts:
                 for node in syntax.walk(definition):
                     if not isinstance(node, cst.Call):
                         continue
-                    qualified = self.resolve(node.func) or ""
-                    if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+                    if names.makes_nn_object(self.resolve(node.func) or ""):
                         return True  # `nn.Linear(...)`, `nn.Parameter(...)`
                     if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REGISTRATIONS:
                         return True

@@ -189,3 +189,16 @@ def returns_tensors(qualified: str) -> bool:
     if rest.startswith(("nn.functional.", "fft.", "linalg.", "special.")):
         return True
     return "." not in rest and rest[:1].islower() and rest not in NON_TENSOR_TORCH_FUNCTIONS
+
+
+# Tensor methods that make a new tensor on the receiver's device (`x.new_zeros(n)`).
+NEW_TENSOR_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+
+
+def makes_nn_object(qualified: str) -> bool:
+    """A `torch.nn` class or one of its constructors (`torch.nn.Linear`, `torch.nn.Parameter`,
+    `torch.nn.Embedding.from_pretrained`): a module or a parameter, which `model.to()` moves; not
+    a function of `torch.nn.functional`, `torch.nn.init` or `torch.nn.utils`."""
+    parts = qualified.split(".")
+    return parts[:2] == ["torch", "nn"] and any(part[:1].isupper() for part in parts[2:])
+

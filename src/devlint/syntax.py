@@ -288,3 +288,17 @@ def cell_results(module: cst.Module) -> set[int]:
     return {id(statement.body[-1]) for statement, following in zip(body, body[1:] + [None])
             if isinstance(statement, cst.SimpleStatementLine)
             and (following is None or _starts_cell(following.leading_lines))}
+
+
+def if_chain_top(path: Sequence[cst.CSTNode], block_index: int) -> Optional[int]:
+    """Where the block path[block_index] is an arm of an `if` (its body, its `else`, an `elif`'s),
+    the index in `path` of the chain's first `if`; None where the block is no arm of one."""
+    top = block_index - 1
+    if top >= 1 and isinstance(path[top], cst.Else):
+        top -= 1
+    if top < 0 or not isinstance(path[top], cst.If):
+        return None
+    while top >= 1 and isinstance(path[top - 1], cst.If) and path[top - 1].orelse is path[top]:
+        top -= 1  # an `elif`: its chain starts higher
+    return top
+

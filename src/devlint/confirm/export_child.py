@@ -11,6 +11,7 @@ on. Standard output belongs to the user's code.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import json
@@ -163,42 +164,29 @@ def baked_cpu_tensors(program, user_file: str, cls: type) -> list[dict]:
     return found
 
 
-def _on(device: str, model: torch.nn.Module, inputs: tuple, mode=None):
-    """The model and inputs on `device`, inside `mode` when one is given (fake CUDA)."""
-    model = copy.deepcopy(model).requires_grad_(False)  # outside the mode: built on the CPU
-    if mode is None:
-        return model.to(device), tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
-    with mode:
-        return model.to(device), tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
-
-
 def export_for(kind: str, model: torch.nn.Module, inputs: tuple, user_file: str):
     """Export for `kind` (cuda, fake, meta): (program or None, the exception or None, the CPU
     factories a forward on that device made, as (row, name))."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    mode = FakeTensorMode(allow_non_fake_inputs=True) if kind == "fake" else None
+    # fake CUDA: the module is copied on the CPU (building or copying it inside the mode fails),
+    # then moved, exported and run inside the mode
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if kind == "fake" else contextlib.nullcontext()
     device = {"cuda": "cuda", "fake": "cuda:0", "meta": "meta"}[kind]  # noqa: DEV005 (export targets CUDA)
-    placed, args = _on(device, model, inputs, mode)
+    copied = copy.deepcopy(model).requires_grad_(False)
+    with mode:
+        placed = copied.to(device)
+        args = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
     try:
-        if mode is None:
-            program = torch.export.export(placed, args, strict=False)
-        else:
-            with mode:
-                program = torch.export.export(placed, args, strict=False)
-        return program, None, []
+        with mode:
+            return torch.export.export(placed, args, strict=False), None, []
     except Exception as exc:  # noqa: BLE001 - user code, and torch's tracer
         error = exc
     # where the CPU tensors were made: run the forward on that device, recording factories
     recorder = FactoryRecorder(user_file)
     try:
-        with torch.no_grad():
-            if mode is None:
-                with recorder:
-                    placed(*args)
-            else:
-                with mode, recorder:
-                    placed(*args)
+        with torch.no_grad(), mode, recorder:
+            placed(*args)
     except Exception:  # noqa: BLE001 - it fails where the export did
         pass
     return None, error, recorder.culprits()

@@ -687,8 +687,6 @@ def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.B
     return []
 
 
-# Tensor methods that return a new tensor (on the receiver's device)
-_NEW_TENSOR_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "clone"})
 class FunctionValues:
     """The dataflow facts of one function, computed on first use."""
 
@@ -749,7 +747,8 @@ class FunctionValues:
         qualified = self.facts.resolve(call.func) or ""
         if qualified.startswith("torch.") and qualified.endswith("_like"):
             return True
-        return isinstance(call.func, cst.Attribute) and qualified == "" and call.func.attr.value in _NEW_TENSOR_METHODS
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        return qualified == "" and (method in names.NEW_TENSOR_METHODS or method == "clone")
 
     def scalar_names(self) -> frozenset:
         if self._scalar_names is None:
@@ -1170,14 +1169,10 @@ def _statement_after(path, k: int) -> Optional[cst.CSTNode]:
             return None
         if index + 1 < len(block.body):
             return block.body[index + 1]
-        j = k - 2
-        if j >= 1 and isinstance(path[j], cst.Else):
-            j -= 1
-        if j < 0 or not isinstance(path[j], cst.If):
+        top = syntax.if_chain_top(path, k - 1)
+        if top is None:
             return None
-        while j >= 1 and isinstance(path[j - 1], cst.If) and path[j - 1].orelse is path[j]:
-            j -= 1  # an `elif` arm: the statement after the whole chain
-        k = j  # the whole `if` statement: the statement after it
+        k = top  # the whole `if` statement: the statement after it
     return None
 
 

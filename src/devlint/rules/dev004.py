@@ -168,7 +168,7 @@ class UnregisteredTensorAttribute(Rule):
                     klass = self._classes[frame.klass]
                     klass.plain.add(attribute)
                     made = self.facts.resolve(value.func) or "" if isinstance(value, cst.Call) else ""
-                    if made in values.PARAMETER_CLASSES or _makes_module(made):
+                    if names.makes_nn_object(made):
                         if made in values.PARAMETER_CLASSES:
                             klass.trained.add(attribute)
                         # `self.t = torch.rand(n); self.t *= s; self.t = nn.Parameter(self.t)` (or
@@ -801,14 +801,6 @@ def _holds_only_integers(expr: cst.BaseExpression) -> bool:
     return _is_int_literal(expr) or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))
 
 
-def _makes_module(qualified: str) -> bool:
-    """A `torch.nn` module class or one of its constructors (`nn.Linear`,
-    `nn.Embedding.from_pretrained`), not a function of `torch.nn.functional` or `torch.nn.init`."""
-    parts = qualified.split(".")
-    return parts[:2] == ["torch", "nn"] and any(part[:1].isupper() for part in parts[2:]) \
-        and qualified not in values.PARAMETER_CLASSES
-
-
 def _block_made_parameter(ancestors, attribute: str, self_name: str, facts) -> Optional[cst.CSTNode]:
     """The block in which `self.NAME = nn.Parameter(...)` makes NAME a parameter for sure: the
     assignment's own block, or the block around an `if` every arm of which makes it one
@@ -816,12 +808,8 @@ def _block_made_parameter(ancestors, attribute: str, self_name: str, facts) -> O
     path = list(ancestors)
     block_index = max(i for i, n in enumerate(path) if isinstance(n, (cst.IndentedBlock, cst.Module)))
     while block_index >= 2:
-        top = block_index - 1  # the `if` (or `else`) whose arm the block is; up to the chain's first `if`
-        if isinstance(path[top], cst.Else):
-            top -= 1
-        while top >= 1 and isinstance(path[top - 1], cst.If) and path[top - 1].orelse is path[top]:
-            top -= 1  # an `elif`: its chain starts higher
-        if not isinstance(path[top], cst.If) or not _every_arm_makes_parameter(path[top], attribute, self_name, facts):
+        top = syntax.if_chain_top(path, block_index)
+        if top is None or not _every_arm_makes_parameter(path[top], attribute, self_name, facts):
             break
         outer = max((i for i in range(top) if isinstance(path[i], (cst.IndentedBlock, cst.Module))), default=None)
         if outer is None:

@@ -16,7 +16,6 @@ from devlint.base import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix,
 DEVICE_LITERALS = ("cpu", "cuda", "mps", "xpu", "meta", "npu", "hpu")
 # torch calls that take `device=` without making a tensor.
 NOT_FACTORIES = ("torch.device", "torch.Generator", "torch.autocast", "torch.cuda.", "torch.nn.", "torch.amp.")
-NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 # Methods that keep a device attribute in step with the module (an override updates it there).
 PLACING_OVERRIDES = frozenset({"to", "_apply", "cuda", "cpu"})
 # Wrappers that gather outputs on a chosen `output_device` on purpose: their subclasses are left alone.
@@ -74,7 +73,7 @@ class StaleDeviceAttribute(Rule):
             if not qualified.startswith("torch.") or qualified.startswith(NOT_FACTORIES):
                 return []
             return [device] if device is not None else []
-        if method in NEW_METHODS:
+        if method in names.NEW_TENSOR_METHODS:
             return [device] if device is not None else []
         if method != "to" or self._is_module_receiver(frame, func.value):
             return []
@@ -269,7 +268,7 @@ def _moves_itself(call: cst.Call, param: str, function: cst.FunctionDef, facts) 
     `torch.cat([x, y]).to(...)`, `x.new_zeros(n, device=...)`, `torch.zeros_like(x, device=...)`),
     so `x.device` in place of `self.device` moves nothing."""
     func = call.func
-    if isinstance(func, cst.Attribute) and (func.attr.value == "to" or func.attr.value in NEW_METHODS):
+    if isinstance(func, cst.Attribute) and (func.attr.value == "to" or func.attr.value in names.NEW_TENSOR_METHODS):
         receiver = func.value
     elif (facts.resolve(func) or "").startswith("torch.") and (facts.resolve(func) or "").endswith("_like"):
         first = syntax.positional(call)[:1]
