@@ -243,3 +243,32 @@ def test_a_file_that_does_not_import_is_not_run(tmp_path):
     (record,) = json.loads(r.stdout)
     assert record["status"] == "not-run"
     assert "cannot import broken.py: ModuleNotFoundError" in record["message"]
+
+
+# --- `devlint confirm --export`: a finding on a line that stops the export is confirmed by it ------
+def test_confirm_with_export_confirms_the_findings_export_blames(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS)
+    r = devlint("confirm", "--export", "--output-format", "json", "models.py::PlainAttribute", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    (record,) = [r for r in json.loads(r.stdout) if r["code"] == "DEV004"]
+    assert record["location"]["row"] == row_of("self.scale = torch.ones(4)")
+    assert record["confirm"]["status"] == "confirmed"
+    assert "by export: PlainAttribute does not export for fake cuda:0: `self.scale`" in record["confirm"]["message"]
+
+
+def test_an_export_failure_confirms_a_finding_the_run_did_not():
+    from devlint.confirm import Verdict
+    from devlint.confirm.export import confirmed_by_export
+    from devlint.findings import Finding
+
+    findings = [Finding(code, "name", "message", row, column, row, column + 1)
+                for code, row, column in (("DEV003", 11, 21), ("DEV003", 12, 9), ("DEV004", 11, 9))]
+    verdicts = [Verdict("not-reached", "the line did not run")] * 3
+    records = [{"class": "Net", "status": "fails", "device": "fake cuda:0", "locations": [
+        {"row": 11, "code": "DEV003", "role": "made", "message": "`torch.arange()` makes a CPU tensor"},
+        {"row": 13, "code": None, "role": "meets", "message": "devices meet here"}]},
+        {"class": "Other", "status": "ready", "device": "fake cuda:0", "locations": []}]
+    first, second, third = confirmed_by_export(findings, verdicts, records)
+    assert (first.status, first.use_row, first.origin_row) == ("confirmed", 13, 11)
+    assert first.message == "by export: Net does not export for fake cuda:0: `torch.arange()` makes a CPU tensor"
+    assert second.status == third.status == "not-reached"  # another line; another rule on the line

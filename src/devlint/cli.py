@@ -121,6 +121,9 @@ def _add_confirm_options(p) -> None:
                    help="one per positional input of forward")
     p.add_argument("--input-dtype", default="float32", metavar="DTYPE", help="dtype of the inputs (int64 for token ids)")
     p.add_argument("--checkpoint", type=Path, metavar="FILE", help="the checkpoint a DEV002 finding loads")
+    p.add_argument("--export", action="store_true",
+                   help="also export each module class for CUDA (as `devlint export` does): a finding on a line "
+                        "that stops the export is confirmed by it")
     p.add_argument("--timeout", type=_positive(float), metavar="SECONDS", help="per file (default 120)")
     p.add_argument("--memory-mb", type=_positive(int), metavar="MB", help="address-space limit per file (default 8192)")
     p.add_argument("-j", "--jobs", type=_positive(int), default=1, metavar="N",
@@ -623,6 +626,15 @@ def run_confirm(args: argparse.Namespace) -> int:
             print(f"devlint confirm: error: {problem}", file=sys.stderr)
             return EXIT_ERROR
     verdicts = _confirm_files(work, confirm_findings, decode, max(1, args.jobs))
+    if args.export:
+        from devlint.confirm.export import ExportOptions, confirmed_by_export, export_file
+
+        exporting = ExportOptions(device={"stand-in": "fake"}.get(args.device, args.device), timeout=options.timeout,
+                                  classes=options.classes)
+        for report, path, file_options in work:
+            records = export_file(path, report.display, decode(path.read_bytes())[0], report.findings,
+                                  file_options.only_class, exporting)
+            verdicts[id(report)] = confirmed_by_export(report.findings, verdicts[id(report)], records)
     counts = {status: 0 for status in STATUSES}
     for report in reports:
         for v in verdicts.get(id(report), []):
@@ -810,7 +822,8 @@ def run_explain(args: argparse.Namespace) -> int:
                          and r["location"] == {"row": finding.row, "column": finding.column}]
             findings.append({**record, "place": place})
         print(json.dumps({
-            "kinds": [{"id": k.id, "title": k.title, "causes": list(k.causes), "rules": list(k.rules)} for k in result.kinds],
+            "kinds": [{"id": k.id, "title": k.title, "causes": list(k.causes), "rules": list(k.rules),
+                       "look_for": k.look_for or None} for k in result.kinds],
             "frames": [{"filename": f.filename, "row": f.row, "function": f.function, "status": f.status,
                         "local_file": f.shown} for f in result.frames],
             "findings": findings,
@@ -824,7 +837,7 @@ def run_explain(args: argparse.Namespace) -> int:
         for cause in kind.causes:
             print(f"  - {cause}")
         print("  rules: " + (", ".join(f"{code} {BY_CODE[code].name}" for code in kind.rules)
-                             or "none (the cause is not in code devlint checks)"))
+                             or f"none; look for {kind.look_for}"))
     if result.frames:
         print("\nTraceback frames, innermost first:")
         for f in result.frames:

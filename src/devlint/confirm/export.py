@@ -107,3 +107,30 @@ def text_lines(record: dict) -> list[str]:
         code = f"{location['code']} [confirmed] " if location["code"] else ""
         out.append(f"    {record['filename']}:{location['row']}:{location['column']}: {code}{location['message']}")
     return out
+
+
+def confirmed_by_export(findings: list, verdicts: list, records: list[dict]) -> list:
+    """`confirm`'s verdicts, with each finding on a line where an export failed because a CPU
+    tensor was made there (a `made` location carrying its code) confirmed by that export."""
+    from devlint.confirm import Verdict
+
+    stops = {}  # (row, code) -> why the export failed there
+    for record in records:
+        if record["status"] != "fails":
+            continue
+        meets = next((l["row"] for l in record["locations"] if l["role"] == "meets"), None)
+        for location in record["locations"]:
+            if location["code"] and location["role"] == "made":
+                said = f"by export: {record['class']} does not export for {record['device'] or 'CUDA'}: {location['message']}"
+                stops.setdefault((location["row"], location["code"]), (said, meets, record["device"] or None))
+    out = []
+    for finding, verdict in zip(findings, verdicts):
+        stop = stops.get((finding.row, finding.code))
+        if stop is None:
+            out.append(verdict)
+        elif verdict.status == "confirmed":
+            out.append(Verdict("confirmed", f"{verdict.message}; {stop[0]}", verdict.use_row, verdict.origin_row,
+                               verdict.device))
+        else:
+            out.append(Verdict("confirmed", stop[0], stop[1], finding.row, stop[2]))
+    return out
