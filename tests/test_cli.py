@@ -33,6 +33,7 @@ NAMES = {
     "DEV010": "discarded-move",
     "DEV011": "cuda-only-api",
     "DEV012": "stale-device-attribute",
+    "DEV013": "module-built-in-forward",
 }
 
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"

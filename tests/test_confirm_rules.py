@@ -1,4 +1,4 @@
-"""`devlint confirm` for DEV007-DEV012 on the stand-in device: each rule shown by a module run,
+"""`devlint confirm` for DEV007-DEV013 on the stand-in device: each rule shown by a module run,
 the variants a run clears, and the findings no module run reaches."""
 
 import pytest
@@ -446,3 +446,31 @@ def test_dev011_cuda_types_and_contexts_fail_by_themselves(tmp_path):
         "in a training-mode forward: RuntimeError: PyTorch was compiled without CUDA support",
         "in a training-mode forward: TypeError: type torch.cuda.FloatTensor not available. Torch not compiled with CUDA enabled.",
     ]
+
+
+def test_dev013_a_layer_built_in_forward_meets_the_input_with_cpu_weights(tmp_path):
+    results = confirm(tmp_path, """
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+
+            def forward(self, images):
+                x = self.features(images)
+                x = nn.BatchNorm2d(8)(x)
+                head = nn.Linear(8, 4)
+                return head(x.mean((2, 3)))
+
+
+        class MovedToTheCpu(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return nn.Linear(8, 8).to("cpu")(self.proj(x))
+    """, "--select", "DEV013")
+    assert statuses(results) == [("DEV013", 9, "confirmed"), ("DEV013", 10, "confirmed"), ("DEV013", 20, "confirmed")]
+    norm, head = results[0][2], results[1][2]
+    assert norm["message"].startswith("the module built at line 13 made its weights on cpu; ") and MIX in norm["message"]
+    assert head["use"] == {"row": 15} and head["origin"] == {"row": 14}  # rows of the file: after the header

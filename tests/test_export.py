@@ -272,3 +272,27 @@ def test_an_export_failure_confirms_a_finding_the_run_did_not():
     assert (first.status, first.use_row, first.origin_row) == ("confirmed", 13, 11)
     assert first.message == "by export: Net does not export for fake cuda:0: `torch.arange()` makes a CPU tensor"
     assert second.status == third.status == "not-reached"  # another line; another rule on the line
+
+
+def test_a_module_built_in_forward_fails_at_its_construction(tmp_path):
+    source = textwrap.dedent('''\
+        import torch
+        from torch import nn
+
+
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Conv2d(3, 8, 3)
+
+            def forward(self, images):
+                x = nn.BatchNorm2d(8)(self.features(images))
+                return x.mean((2, 3))
+    ''')
+    (tmp_path / "models.py").write_text(source)
+    r = devlint("export", "--device", "fake", "--output-format", "json", "models.py", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    (record,) = json.loads(r.stdout)
+    row = row_of("nn.BatchNorm2d(8)", source)
+    assert [(loc["row"], loc["code"], loc["role"], loc["message"]) for loc in record["locations"]] == [
+        (row, "DEV013", "made", "the module built here makes its weights on the CPU"), (row, None, "meets", "devices meet here")]

@@ -24,8 +24,11 @@ def test_doc_has_title_and_sections(rule):
     assert doc is not None, f"rules/{rule.code}.md is missing"
     assert doc.splitlines()[0] == f"# {rule.code} {rule.name}"
     sections = docs.sections(doc)
-    for heading in REQUIRED_SECTIONS:
+    # a rule with no fix says why in `Fix`, and has no `Fixed` example
+    required = REQUIRED_SECTIONS if rule.fixes != "never" else tuple(h for h in REQUIRED_SECTIONS if h != "Fixed")
+    for heading in required:
         assert sections.get(heading, "").strip(), f"{rule.code}: section '{heading}' is missing or empty"
+    assert ("Fixed" in sections) == (rule.fixes != "never")
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
@@ -48,6 +51,10 @@ def test_good_example_is_clean(rule):
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
 def test_fixed_example_is_what_the_fix_makes_of_the_bad_one(rule):
     sections = docs.sections(docs.rule_doc(rule.code))
+    if rule.fixes == "never":
+        (bad,) = docs.code_blocks(sections["Example"])
+        assert not [f for f in lint(bad) if f.fix is not None and f.code == rule.code], "a rule with no fix offers one"
+        return
     unsafe = "--unsafe-fixes" in sections["Fixed"]
     (bad,) = docs.code_blocks(sections["Example"])
     (fixed,) = docs.code_blocks(sections["Fixed"])
@@ -69,10 +76,14 @@ def test_fix_line_names_the_applicabilities_the_rule_offers(rule):
     """`**Fix:** sometimes available (safe or unsafe)` must match the fixes made on the fixture."""
     line = docs.rule_doc(rule.code).splitlines()[2]
     assert line == f"**Fix:** {rule.fix_availability()}", "the doc's Fix line must say what the rule class declares"
-    match = re.fullmatch(r"\*\*Fix:\*\* (always|sometimes) available \((safe|unsafe|safe or unsafe)\)", line)
-    assert match, line
     folder = Path(__file__).parent / "fixtures"  # the rule's fixture and its own extra ones (`dev002_*.py`)
     paths = [folder / f"{rule.code}.py", *sorted(folder.glob(f"{rule.code.lower()}_*.py"))]
+    if rule.fixes == "never":
+        assert line == "**Fix:** not available"
+        assert not [f for path in paths for f in lint(path.read_text(encoding="utf-8")) if f.code == rule.code and f.fix]
+        return
+    match = re.fullmatch(r"\*\*Fix:\*\* (always|sometimes) available \((safe|unsafe|safe or unsafe)\)", line)
+    assert match, line
     findings = [f for path in paths for f in lint(path.read_text(encoding="utf-8")) if f.code == rule.code]
     offered = {f.fix.applicability for f in findings if f.fix is not None}
     assert offered == set(match.group(2).split(" or "))

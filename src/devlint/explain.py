@@ -149,8 +149,9 @@ KINDS = (
         (r"Input type \(.*\) and (weight|bias) type \(.*\) should be the same",),
         ("The model was moved to the GPU and the input was made on the CPU (often a dummy input for"
          " `torch.onnx.export` or `torch.jit.trace`): create it with `device=` or move it.",
-         "Or the other way: weights kept as plain attributes stayed on the CPU when the model moved."),
-        ("DEV007", "DEV004", "DEV003", "DEV010", "DEV009", "DEV012"),
+         "Or the other way: weights kept as plain attributes stayed on the CPU when the model moved, or a"
+         " layer built inside `forward` (`nn.Linear(...)(x)`) made new CPU weights at the call."),
+        ("DEV007", "DEV004", "DEV003", "DEV010", "DEV009", "DEV013", "DEV012"),
         refines="device-mismatch",
     ),
     ErrorKind(
@@ -209,11 +210,12 @@ KINDS = (
          "`x.to(device)` as a statement: tensors do not move in place, the moved copy is thrown away.",
          "Submodules kept in a plain `list`/`dict` instead of `nn.ModuleList`/`nn.ModuleDict` are not"
          " moved by `model.to(device)`.",
+         "A layer built inside `forward` (`nn.BatchNorm2d(c)(x)`) makes its weights on the CPU at every call.",
          "A `self.device` captured in `__init__` still names the old device after `model.to(other)`.",
          "Inside `optimizer.step()`: the optimizer was built before `model.to(device)`, or its state was"
          " loaded from a checkpoint saved on another device; build it after moving the model.",
          "Raised while exporting or compiling, `devlint export` names the line that made the CPU tensor."),
-        ("DEV003", "DEV004", "DEV007", "DEV010", "DEV009", "DEV012"),
+        ("DEV003", "DEV004", "DEV007", "DEV010", "DEV009", "DEV013", "DEV012"),
     ),
     ErrorKind(
         "cpu-tensor-required",

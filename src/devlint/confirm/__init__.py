@@ -29,7 +29,7 @@ from devlint.confirm.lines import cpu_seconds
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run", "not-selected")
 # the dtype names an input may have, each the name of a torch dtype: checked before any run, without torch
 INPUT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "long", "int32", "bool")
-RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012"}
+RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012", "DEV013"}
 SCENARIO_NAMES = {
     "build": "while building the module",
     "move": "when the module was moved",
@@ -712,6 +712,29 @@ def _judge_stale_device(case: Case) -> Optional[Verdict]:
 _DEVICE_ERROR = re.compile(r"(on|have) the same device|at least two devices")
 
 
+def _judge_built_in_forward(case: Case) -> Optional[Verdict]:
+    """DEV013: the weights a module built at forward time makes, on the CPU, meeting the input. A
+    parameter loses the record of the line that made it, so a mix later in the function that no
+    other line made counts too."""
+    row = case.finding.row
+    rows = case.scopes.call_rows(row)
+    made = case.of_kind("factory", rows)
+    on_cpu = [e for e in made if e.get("device") == "cpu"]
+    first, last = case.scopes.function_span(row)
+    mixes = case.mixes_from(rows) or ([e for e in case.of_kind("mix") if not e["origin_rows"] and row <= e["row"] <= last]
+                                      if on_cpu else [])
+    if mixes:
+        hit = _worst(mixes)
+        return case.verdict(hit["verdict"], f"the module built at line {row} made its weights on cpu; {_scenario(hit)}: "
+                            f"{hit['message']}", hit["row"], row)
+    if made and not on_cpu:
+        return case.verdict("not-reproduced", f"the module built at line {row} made its weights on {made[0].get('device')}",
+                            None, row)
+    if made and not case.stopped:
+        return case.verdict("not-reproduced", f"the weights made at line {row} never met a tensor on another device", None, row)
+    return None
+
+
 RULE_JUDGES = {
     "DEV007": _judge_input,
     "DEV008": _judge_numpy,
@@ -719,4 +742,5 @@ RULE_JUDGES = {
     "DEV010": _judge_discarded,
     "DEV011": _judge_cuda_api,
     "DEV012": _judge_stale_device,
+    "DEV013": _judge_built_in_forward,
 }

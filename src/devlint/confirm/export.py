@@ -15,7 +15,7 @@ from typing import Optional
 
 STATUSES = ("ready", "fails", "not-run")
 # The rules whose findings make a CPU tensor that export keeps, most telling first.
-_CAUSES = ("DEV003", "DEV004", "DEV012", "DEV007", "DEV005", "DEV009")
+_CAUSES = ("DEV003", "DEV004", "DEV013", "DEV012", "DEV007", "DEV005", "DEV009")
 
 
 @dataclass
@@ -92,8 +92,12 @@ def _with_codes(record: dict, display: str, source: str, findings: list) -> dict
                       key=lambda f: _CAUSES.index(f.code) if f.code in _CAUSES else len(_CAUSES))
         text = lines[row - 1] if 0 < row <= len(lines) else ""
         column = here[0].column if here else len(text) - len(text.lstrip()) + 1
-        locations.append({"row": row, "column": column, "code": here[0].code if here else None,
-                          "role": location.get("role", "made"), "message": location.get("message", "")})
+        code = here[0].code if here else None
+        # a module built there: its weights are what the factories inside torch made
+        message = "the module built here makes its weights on the CPU" if code == "DEV013" else location.get("message", "")
+        found = {"row": row, "column": column, "code": code, "role": location.get("role", "made"), "message": message}
+        if found not in locations:
+            locations.append(found)
     return {"filename": display, "class": record.get("class"), "status": record.get("status", "not-run"),
             "message": record.get("message", ""), "device": record.get("device", ""), "locations": locations}
 

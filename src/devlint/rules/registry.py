@@ -13,6 +13,7 @@ from devlint.rules.dev009 import ModuleInPlainContainer
 from devlint.rules.dev010 import DiscardedMove
 from devlint.rules.dev011 import CudaOnlyApi
 from devlint.rules.dev012 import StaleDeviceAttribute
+from devlint.rules.dev013 import ModuleBuiltInForward
 
 ALL_RULES = (
     HardcodedCudaCall,
@@ -27,5 +28,6 @@ ALL_RULES = (
     DiscardedMove,
     CudaOnlyApi,
     StaleDeviceAttribute,
+    ModuleBuiltInForward,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}
