@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import syntax
-from devlint.analysis import bindings, values
+from devlint.analysis import values
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.base import FrameState, Rule
@@ -35,15 +35,18 @@ class ModuleBuiltInForward(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._built: FrameState[list[tuple[cst.Call, str, tuple]]] = FrameState(list)  # per function: (call, class, path)
+        self._locals: dict[cst.FunctionDef, set[str]] = {}  # per function: the names it binds
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
-        if frame is None or frame.klass is None or self.ctx[DeviceContexts].active:
-            return  # under `with torch.device(...)` a module is built on that device
-        path = tuple(self.ctx.ancestors)
-        built = self._module_with_tensors(node, path)
+        if frame is None or frame.klass is None:
+            return
+        built = self._module_with_tensors(node, self.ctx.ancestors)
         if built is None or syntax.keyword(node, "device") or syntax.has_double_star(node):
             return
+        if self.ctx[DeviceContexts].active:
+            return  # under `with torch.device(...)` a module is built on that device
+        path = tuple(self.ctx.ancestors)
         if _moved_where_built(self.facts, node, path):
             return
         container = self._container_around(path)
@@ -87,11 +90,13 @@ class ModuleBuiltInForward(Rule):
                 return node, syntax.dotted_name(node.func), path[:index + 1]
         return None
 
-    def _module_with_tensors(self, call: cst.Call, path: tuple) -> Optional[str]:
+    def _module_with_tensors(self, call: cst.Call, path) -> Optional[str]:
         """The class a construction builds, as written, when that class makes parameters or buffers
         (and the call does not turn them all off); None otherwise."""
         spelled = syntax.dotted_name(call.func)
-        qualified = self.facts.resolve(call.func) or ""
+        if spelled is None:
+            return None
+        qualified = self.facts.resolve_dotted(spelled) or ""
         if qualified.startswith("torch.nn.") and "functional" not in qualified:
             short = qualified.rsplit(".", 1)[-1]
             if short not in MAKES_TENSORS:
@@ -100,12 +105,31 @@ class ModuleBuiltInForward(Rule):
             if off and all(_is_false(syntax.keyword(call, flag)) for flag in off):
                 return None
             return spelled
-        if isinstance(call.func, cst.Name) and bindings.function_bindings(call.func.value, path) is None:
+        if isinstance(call.func, cst.Name):
+            info = self._module_classes().get(call.func.value)
             # (a name a function binds, such as a loop variable, is not the class)
-            info = next((i for i in self.facts.classes.values() if i.name == call.func.value and i.is_module), None)
-            if info is not None and self._makes_tensors(info, set()):
+            if info is not None and self._makes_tensors(info, set()) and not self._bound_locally(info.name, path):
                 return spelled
         return None
+
+    def _bound_locally(self, name: str, path) -> bool:
+        """Whether a function around the code binds `name` (a parameter, an assignment, a loop or
+        `with` target, an import): then the name is not the class of the file."""
+        for node in path:
+            if isinstance(node, cst.FunctionDef):
+                local = self._locals.get(node)
+                if local is None:
+                    local = self._locals[node] = _local_names(node)
+                if name in local:
+                    return True
+        return False
+
+    def _module_classes(self) -> dict[str, ClassInfo]:
+        """The file's module classes by name (the last one of a name)."""
+        found = self.facts.memo.get("DEV013 classes")
+        if found is None:
+            found = self.facts.memo["DEV013 classes"] = {i.name: i for i in self.facts.classes.values() if i.is_module}
+        return found
 
     def _makes_tensors(self, info: ClassInfo, seen: set[str]) -> bool:
         """Whether a same-file module class's `__init__` (or a same-file base's) makes parameters
@@ -129,7 +153,7 @@ class ModuleBuiltInForward(Rule):
                     if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] in MAKES_TENSORS:
                         return True
                     if isinstance(node.func, cst.Name):
-                        other = next((i for i in self.facts.classes.values() if i.name == node.func.value and i.is_module), None)
+                        other = self._module_classes().get(node.func.value)
                         if other is not None and self._makes_tensors(other, seen):
                             return True
         return False
@@ -177,3 +201,34 @@ def _moved_names(facts, function: cst.FunctionDef) -> set[str]:
             if name is not None:
                 moved.add(name)
     return moved
+
+
+def _local_names(function: cst.FunctionDef) -> set[str]:
+    """The names a function binds: its parameters, and the targets of its assignments, loops,
+    `with ... as`, imports and nested definitions (not those of the functions nested in it)."""
+    names = {param.name.value for param in syntax.all_params(function.params)}
+    nodes = list(syntax.children(function.body))
+    while nodes:
+        node = nodes.pop()
+        targets = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For)):
+            targets = [node.target]
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            targets = [node.asname.name]
+        elif isinstance(node, cst.CompFor):
+            targets = [node.target]
+        elif isinstance(node, cst.ImportAlias):
+            bound = syntax.dotted_name(node.asname.name if node.asname else node.name)
+            if bound:
+                names.add(bound.split(".")[0])
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            names.add(node.name.value)
+            continue  # its own scope
+        for target in targets:
+            for leaf in syntax.unpacked_targets(target):
+                if isinstance(leaf, cst.Name):
+                    names.add(leaf.value)
+        nodes.extend(syntax.children(node))
+    return names
