@@ -34,6 +34,7 @@ NAMES = {
     "DEV011": "cuda-only-api",
     "DEV012": "stale-device-attribute",
     "DEV013": "module-built-in-forward",
+    "DEV015": "unmoved-module",
 }
 
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"

@@ -14,6 +14,7 @@ from devlint.rules.dev010 import DiscardedMove
 from devlint.rules.dev011 import CudaOnlyApi
 from devlint.rules.dev012 import StaleDeviceAttribute
 from devlint.rules.dev013 import ModuleBuiltInForward
+from devlint.rules.dev015 import UnmovedModule
 
 ALL_RULES = (
     HardcodedCudaCall,
@@ -29,5 +30,6 @@ ALL_RULES = (
     CudaOnlyApi,
     StaleDeviceAttribute,
     ModuleBuiltInForward,
+    UnmovedModule,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}
