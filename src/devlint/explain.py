@@ -151,7 +151,7 @@ KINDS = (
          " `torch.onnx.export` or `torch.jit.trace`): create it with `device=` or move it.",
          "Or the other way: weights kept as plain attributes stayed on the CPU when the model moved, or a"
          " layer built inside `forward` (`nn.Linear(...)(x)`) made new CPU weights at the call."),
-        ("DEV007", "DEV015", "DEV004", "DEV003", "DEV010", "DEV009", "DEV013", "DEV012"),
+        ("DEV007", "DEV015", "DEV014", "DEV004", "DEV003", "DEV010", "DEV009", "DEV013", "DEV012"),
         refines="device-mismatch",
     ),
     ErrorKind(
@@ -211,13 +211,15 @@ KINDS = (
          "Submodules kept in a plain `list`/`dict` instead of `nn.ModuleList`/`nn.ModuleDict` are not"
          " moved by `model.to(device)`.",
          "A layer built inside `forward` (`nn.BatchNorm2d(c)(x)`) makes its weights on the CPU at every call.",
+         "A module set on the model after `model.to(device)` (a new classifier head: `model.fc = nn.Linear(...)`)"
+         " stays on the CPU.",
          "A module the script built beside the model (a loss given class weights, `nn.CrossEntropyLoss("
          "weight=torch.tensor(w))`, a head) and never moved: `model.to(device)` moves the model alone.",
          "A `self.device` captured in `__init__` still names the old device after `model.to(other)`.",
          "Inside `optimizer.step()`: the optimizer was built before `model.to(device)`, or its state was"
          " loaded from a checkpoint saved on another device; build it after moving the model.",
          "Raised while exporting or compiling, `devlint export` names the line that made the CPU tensor."),
-        ("DEV003", "DEV004", "DEV007", "DEV015", "DEV010", "DEV009", "DEV013", "DEV012"),
+        ("DEV003", "DEV004", "DEV007", "DEV015", "DEV014", "DEV010", "DEV009", "DEV013", "DEV012"),
     ),
     ErrorKind(
         "cpu-tensor-required",

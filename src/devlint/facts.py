@@ -215,6 +215,10 @@ class FileFacts:
         """The class and the classes of this file that derive from it, transitively."""
         return [other for other in self.classes.values() if any(base is info for base in self._lineage(other))]
 
+    def lineage(self, info: ClassInfo) -> list[ClassInfo]:
+        """The class and its same-file bases, transitively, nearest first."""
+        return self._lineage(info)
+
     def _lineage(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and its same-file bases, transitively, nearest first."""
         found, pending = [], [info]

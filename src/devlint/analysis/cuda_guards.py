@@ -42,7 +42,8 @@ class CudaGuards(Analysis):
         self._count_names.pop(node, None)
 
     def leave_If(self, node: cst.If) -> None:
-        if guards.is_early_exit(node, self.test_kind):
+        # `if not args.cuda: return`: what follows runs when the test fails, so not when it fails by default
+        if guards.is_early_exit(node, self.test_kind) and self._by_default(node.test) is not False:
             self._block_guards[-1] += 1
 
     def leave_Expr(self, node: cst.Expr) -> None:
@@ -50,7 +51,7 @@ class CudaGuards(Analysis):
             self._block_guards[-1] += 1
 
     def leave_Assert(self, node: cst.Assert) -> None:
-        if self.test_kind(node.test) is not None:
+        if self.test_kind(node.test) is not None and self._by_default(node.test) is not True:
             self._block_guards[-1] += 1
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -131,6 +132,55 @@ class CudaGuards(Analysis):
             self._test_kinds[test] = kind
         return self._test_kinds[test]
 
+    def _runs_by_default(self, parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+        """Whether the branch `child` of the condition `parent` runs when the program runs with its
+        defaults, whatever the machine: then that condition guards nothing."""
+        if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
+            return self._by_default(parent.test) is (child is parent.body)
+        if isinstance(parent, cst.BooleanOperation):  # the right operand runs when `and`'s left holds
+            return self._by_default(parent.left) is isinstance(parent.operator, cst.And)
+        return False
+
+    def _by_default(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The value of a test when the program runs with its defaults, or None when not known:
+        known for flags named for CUDA or GPUs whose default this file sets (see `_flag_default`),
+        `len(flag) > 0`, `not`, `and` and `or` of them. A test that also asks for CUDA
+        (`args.cuda and torch.cuda.is_available()`) is not known: it guards."""
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self._by_default(test.left), self._by_default(test.right)
+            decisive = isinstance(test.operator, cst.Or)  # `or`: one True decides; `and`: one False
+            if left is decisive or right is decisive:
+                return decisive
+            return None if left is None or right is None else not decisive
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            value = self._by_default(test.expression)
+            return None if value is None else not value
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            left, comparison = test.left, test.comparisons[0]
+            if isinstance(left, cst.Call) and syntax.dotted_name(left.func) == "len" and len(left.args) == 1:
+                left = left.args[0].value  # `len(opt.gpu_ids) > 0`
+            zero = isinstance(comparison.comparator, cst.Integer) and comparison.comparator.value == "0"
+            if zero and isinstance(comparison.operator, (cst.GreaterThan, cst.NotEqual)):
+                return self._flag_default(left)
+            return None
+        return self._flag_default(test)
+
+    def _flag_default(self, expr: cst.BaseExpression) -> Optional[bool]:
+        """True / False for a flag named for CUDA or GPUs (`args.cuda`, `opt.gpu_ids`, `use_gpu`)
+        whose default this file sets on / off; None when not known."""
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return None
+        name = expr.value if isinstance(expr, cst.Name) else expr.attr.value
+        if "cuda" not in name.lower() and "gpu" not in name.lower():
+            return None
+        defaults = self.facts.memo.get("flag defaults")
+        if defaults is None:
+            defaults = self.facts.memo["flag defaults"] = _flag_defaults(self.facts.module)
+        options, names = defaults
+        # an option is read as an attribute (`args.cuda`); a bare name is a variable of the file
+        return options.get(name) if isinstance(expr, cst.Attribute) else names.get(name)
+
+
     def is_guarded(self, placement_expressions_guard: bool = True) -> bool:
         """Whether the current node only runs when CUDA is there (or a device was chosen).
 
@@ -142,15 +192,17 @@ class CudaGuards(Analysis):
         chain = self.ctx.ancestors
         for parent, child in zip(chain, chain[1:]):
             if isinstance(parent, (cst.If, cst.While)) and child is not parent.test:
-                if self.test_kind(parent.test) is not None:
+                if self.test_kind(parent.test) is not None and not self._runs_by_default(parent, child):
                     return True
             elif isinstance(parent, cst.IfExp) and child is not parent.test:
                 kind = self.test_kind(parent.test)
-                if kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard):
+                if (kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard)) \
+                        and not self._runs_by_default(parent, child):
                     return True
             elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
                 kind = self.test_kind(parent.left)
-                if kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard):
+                if (kind == guards.AVAILABILITY or (kind == guards.PLACEMENT and placement_expressions_guard)) \
+                        and not self._runs_by_default(parent, child):
                     return True
             elif isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and guards.is_marked_case(parent):
                 return True
@@ -179,3 +231,56 @@ class CudaGuards(Analysis):
                 if any(guards.handler_catches(h, exception) for h in parent.handlers):
                     return True
         return False
+
+
+def _flag_defaults(module: cst.Module) -> tuple[dict[str, bool], dict[str, bool]]:
+    """What the file's flags named for CUDA or GPUs default to, as (options, names): each
+    `add_argument(...)`'s destination, on when its action is `store_false` or its default is True
+    or a non-empty string or list that does not start with "-" ("-1" means the CPU), off when its
+    action is `store_true` or its default is False, None or empty or missing; and each name the
+    module level binds only to True (on) or only to False (off). A flag set both ways, or to anything
+    else, is not known."""
+    options: dict[str, set] = {}
+    names: dict[str, set] = {}
+    for node in syntax.walk(module):
+        if isinstance(node, cst.Call) and syntax.method_name(node) == "add_argument":
+            dest = syntax.keyword(node, "dest")
+            flags = [syntax.string_value(a.value) or "" for a in syntax.positional(node)]
+            name = syntax.string_value(dest.value) if dest is not None else next(
+                (f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
+            if name:
+                options.setdefault(name.replace("-", "_"), set()).add(_argument_default(node))
+    for statement in module.body:  # the names the module level binds (a script's settings)
+        for small in syntax.small_statements(statement):
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                value = small.value
+                known = value.value == "True" if isinstance(value, cst.Name) and value.value in ("True", "False") else None
+                names.setdefault(small.targets[0].target.value, set()).add(known)
+    return _known(options), _known(names)
+
+
+def _known(found: dict[str, set]) -> dict[str, bool]:
+    return {name: next(iter(values)) for name, values in found.items()
+            if len(values) == 1 and None not in values and ("cuda" in name.lower() or "gpu" in name.lower())}
+
+
+def _argument_default(call: cst.Call) -> Optional[bool]:
+    action = syntax.keyword(call, "action")
+    action = syntax.string_value(action.value) if action is not None else None
+    if action == "store_false":
+        return True
+    if action == "store_true":
+        default = syntax.keyword(call, "default")
+        return None if default is not None else False
+    default = syntax.keyword(call, "default")
+    if default is None:
+        return False if action is None else None  # argparse's default: None
+    value = default.value
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return value.value == "True"
+    text = syntax.string_value(value)
+    if text is not None:
+        return bool(text) and not text.startswith("-")
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return bool(value.elements)
+    return None

@@ -74,7 +74,7 @@ class ModuleTensors:
     def _places_itself(self, info: ClassInfo) -> bool:
         """Whether the class's `__init__` (or a same-file base's) moves the module off the CPU
         (`self.to(device)`, `self = self.to(device)`): it is placed by its construction."""
-        for owner in self.facts._lineage(info):
+        for owner in self.facts.lineage(info):
             for init in owner.methods.get("__init__", ()):
                 this = syntax.self_name(init)
                 for node in syntax.walk(init.body):
@@ -96,7 +96,7 @@ class ModuleTensors:
         if info.name in seen:
             return False
         seen.add(info.name)
-        for owner in self.facts._lineage(info):
+        for owner in self.facts.lineage(info):
             for init in owner.methods.get("__init__", ()):
                 for node in syntax.walk(init.body):
                     if not isinstance(node, cst.Call):

@@ -29,7 +29,7 @@ from devlint.confirm.lines import cpu_seconds
 STATUSES = ("confirmed", "benign", "not-reproduced", "not-reached", "inconclusive", "not-run", "not-selected")
 # the dtype names an input may have, each the name of a torch dtype: checked before any run, without torch
 INPUT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "long", "int32", "bool")
-RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012", "DEV013", "DEV015"}
+RUNTIME_RULES = {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV008", "DEV009", "DEV010", "DEV011", "DEV012", "DEV013", "DEV014", "DEV015"}
 SCENARIO_NAMES = {
     "build": "while building the module",
     "move": "when the module was moved",

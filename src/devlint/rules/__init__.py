@@ -21,6 +21,7 @@ NAMES = {
     "DEV011": "cuda-only-api",
     "DEV012": "stale-device-attribute",
     "DEV013": "module-built-in-forward",
+    "DEV014": "module-added-after-move",
     "DEV015": "unmoved-module",
 }
 

@@ -119,6 +119,8 @@ class StaleDeviceAttribute(Rule):
                 continue
             if not attribute.init_targets:
                 continue  # no evidence to name: no finding
+            if _moves_module_to(frame, name):
+                continue  # `self.to(self.device)` in the method: the weights are where `self.device` says
             if param is ...:
                 func = frame.node
                 forward = frame.method == "forward" and func.name.value == "forward"
@@ -192,10 +194,27 @@ class StaleDeviceAttribute(Rule):
         return False
 
 
+def _moves_module_to(frame: FunctionFrame, name: str) -> bool:
+    """Whether the method moves the module itself to `self.NAME` (`self.to(self.device)`)."""
+    for node in syntax.walk(frame.node.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == frame.self_name \
+                and any(frame.self_attribute(arg.value) == name for arg in node.args):
+            return True
+    return False
+
+
 def _scan_class(facts, node: cst.ClassDef) -> _Class:
+    """The class's attributes, and those its same-file bases set (`self.device` assigned in a base's
+    `__init__` is the subclass's too): the farthest base first, so the class's own come last."""
     found = _Class(parallel=_is_parallel_wrapper(facts, node, set()))
     info = facts.class_info(node)
-    methods = info.methods if info is not None else {}
+    for owner in reversed(facts.lineage(info)) if info is not None else ():
+        _scan_methods(found, owner.methods)
+    return found
+
+
+def _scan_methods(found: _Class, methods: dict) -> None:
     for method, definitions in methods.items():
         for definition in definitions:
             decorators = [d or "" for d in syntax.decorator_names(definition)]
@@ -214,7 +233,6 @@ def _scan_class(facts, node: cst.ClassDef) -> _Class:
                     attribute.init = definition
                 else:
                     attribute.elsewhere = True
-    return found
 
 
 def _self_assignments(definition: cst.FunctionDef, self_name: str):

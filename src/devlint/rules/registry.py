@@ -14,6 +14,7 @@ from devlint.rules.dev010 import DiscardedMove
 from devlint.rules.dev011 import CudaOnlyApi
 from devlint.rules.dev012 import StaleDeviceAttribute
 from devlint.rules.dev013 import ModuleBuiltInForward
+from devlint.rules.dev014 import ModuleAddedAfterMove
 from devlint.rules.dev015 import UnmovedModule
 
 ALL_RULES = (
@@ -30,6 +31,7 @@ ALL_RULES = (
     CudaOnlyApi,
     StaleDeviceAttribute,
     ModuleBuiltInForward,
+    ModuleAddedAfterMove,
     UnmovedModule,
 )
 BY_CODE = {rule.code: rule for rule in ALL_RULES}
