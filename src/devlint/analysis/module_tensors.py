@@ -8,7 +8,8 @@ from typing import Optional
 import libcst as cst
 
 from devlint import syntax
-from devlint.analysis import values
+from devlint.analysis import bindings, values
+from devlint.base import UNSAFE, NodeFix
 from devlint.facts import ClassInfo
 from devlint.torch_nn_tensors import MAKES_TENSORS, TENSORS_OFF
 
@@ -21,6 +22,16 @@ PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "t
 def moves_off_the_cpu(facts, call: cst.Call) -> bool:
     """`X.to(d)`, `X.cuda()`, `X.to_empty(device=d)`, not `X.to("cpu")`."""
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES and not values.to_cpu(facts, call)
+
+
+def move_where_built(call: cst.Call, placement, path) -> Optional[NodeFix]:
+    """The unsafe fix of a module left on the CPU beside a placed value: `.to(D)` where it is built,
+    D the device name the value was moved with (`.to(device)`), when that name is bound there."""
+    device = placement.device if placement is not None and placement.exact else None
+    if not isinstance(device, cst.Name) or not bindings.name_bound_at(device.value, path):
+        return None
+    moved = cst.Call(func=cst.Attribute(value=call, attr=cst.Name("to")), args=[cst.Arg(value=device)])
+    return NodeFix(UNSAFE, f"Move it with `.to({device.value})` where it is built", call, moved)
 
 
 class ModuleTensors:

@@ -8,10 +8,9 @@ from typing import Optional
 import libcst as cst
 
 from devlint import syntax
-from devlint.analysis import bindings
-from devlint.analysis.module_tensors import ModuleTensors, moves_off_the_cpu
+from devlint.analysis.module_tensors import ModuleTensors, move_where_built, moves_off_the_cpu
 from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
-from devlint.base import UNSAFE, FrameState, NodeFix, Rule
+from devlint.base import UNSAFE, FrameState, Rule
 
 
 # Builtins that read or attach to a module, and never move it: a module passed to them stays the scope's.
@@ -136,13 +135,6 @@ class ModuleAddedAfterMove(Rule):
                 added.report_at,
                 f"{what} is set to a new `{name}(...)` after `{added.model}` was moved to the accelerator: its "
                 f"weights stay on the CPU; move it too, or set it before `{added.model}` is moved",
-                self._fix(call, placement, path),
+                move_where_built(call, placement, path),
                 related=[placement_evidence(placement)],
             )
-
-    def _fix(self, call: cst.Call, placement, path: tuple) -> Optional[NodeFix]:
-        device = placement.device if placement.exact else None
-        if not isinstance(device, cst.Name) or not bindings.name_bound_at(device.value, path):
-            return None
-        moved = cst.Call(func=cst.Attribute(value=call, attr=cst.Name("to")), args=[cst.Arg(value=device)])
-        return NodeFix(UNSAFE, f"Move it with `.to({device.value})` where it is built", call, moved)

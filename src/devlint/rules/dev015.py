@@ -9,10 +9,9 @@ from typing import Optional
 import libcst as cst
 
 from devlint import syntax
-from devlint.analysis import bindings
-from devlint.analysis.module_tensors import ModuleTensors, moves_off_the_cpu
+from devlint.analysis.module_tensors import ModuleTensors, move_where_built, moves_off_the_cpu
 from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
-from devlint.base import UNSAFE, FrameState, NodeFix, Rule
+from devlint.base import UNSAFE, FrameState, Rule
 
 PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                       "torch.nn.parallel.data_parallel.DataParallel"})
@@ -153,7 +152,7 @@ class UnmovedModule(Rule):
                 built.call.func,
                 f"`{name}` is built with {built.why} and never moved, but it is called on a value this code put on an "
                 "accelerator: they meet on two devices; move it where it is built",
-                self._fix(built, placement),
+                move_where_built(built.call, placement, built.path),
                 related=[(call, f"`{name}` is called on it"), evidence],
             )
 
@@ -176,10 +175,3 @@ class UnmovedModule(Rule):
         if built is None or scope.bound.get(name, 0) != 1 or name in scope.moved or name in scope.handed:
             return None
         return built
-
-    def _fix(self, built: _Built, placement) -> Optional[NodeFix]:
-        device = placement.device if placement is not None and placement.exact else None
-        if not isinstance(device, cst.Name) or not bindings.name_bound_at(device.value, built.path):
-            return None  # only a device name that is there where the module is built
-        moved = cst.Call(func=cst.Attribute(value=built.call, attr=cst.Name("to")), args=[cst.Arg(value=device)])
-        return NodeFix(UNSAFE, f"Move it with `.to({device.value})` where it is built", built.call, moved)
