@@ -27,7 +27,7 @@ DOCS = REPO / "docs" / "explain.md"
 DOCS_START, DOCS_END = "<!-- kinds: from bench/torch_messages.py -->", "<!-- end of kinds -->"
 sys.path.insert(0, str(REPO / "src"))
 
-from devlint.explain import kinds_of  # noqa: E402
+from devlint.explain import KINDS, kinds_of  # noqa: E402
 
 # A string names a device when it holds one of these words.
 DEVICE_WORD = re.compile(r"\b(devices?|cuda|CUDA|GPUs?|mps|MPS|xpu|XPU|accelerators?|map_location|pin_memory|pinned"
@@ -197,7 +197,6 @@ def read_table(path: Path = TARGET) -> tuple[str, list[tuple[str, str, str, str]
 def kinds_section(version: str, table: list[tuple[str, str, str, str]]) -> str:
     """The docs' list of kinds: what each means, the rules that find its cause (or where to look),
     and how many of the table's messages it recognises."""
-    from devlint.explain import KINDS
     counts = {kind.id: 0 for kind in KINDS}
     for row in table:
         for kind in row[1].split(","):

@@ -577,7 +577,7 @@ def run_confirm(args: argparse.Namespace) -> int:
     from devlint.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
-    targets = [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in args.paths or ["."]]
+    targets = _targets(args.paths)
     if (args.init_kwargs is not None or args.input_shape) and not any(only for _, only in targets):
         given = "--init-kwargs" if args.init_kwargs is not None else "--input-shape"
         print(f"devlint confirm: error: {given} is for one class: name it as FILE.py::ClassName", file=sys.stderr)
@@ -698,7 +698,7 @@ def run_export(args: argparse.Namespace) -> int:
     from devlint.runner import SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
-    targets = [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in args.paths or ["."]]
+    targets = _targets(args.paths)
     try:
         settings = _settings(args, targets[0][0], cwd)
     except (ConfigError, ValueError) as exc:
@@ -754,6 +754,11 @@ def run_export(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {words[status]}" for status, n in counts.items() if n)
         print(summary or "No module classes to export.")
     return EXIT_FINDINGS if counts["fails"] else EXIT_CLEAN
+
+
+def _targets(paths: list[str]) -> list[tuple[Path, Optional[str]]]:
+    """(path, class or None) for each `PATH` or `FILE.py::ClassName` (default: the current folder)."""
+    return [(Path(p.split("::")[0]), p.split("::")[1] if "::" in p else None) for p in paths or ["."]]
 
 
 def _selection_problem(only: str, defined: dict[str, dict[str, bool]], root: Path) -> Optional[str]:

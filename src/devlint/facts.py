@@ -174,7 +174,7 @@ class FileFacts:
         (`weight` of `nn.BCELoss`, `running_mean` of `nn.BatchNorm2d`: a table generated from torch)."""
         return self._over_lineage(node, self._buffers, lambda info: {
             name for definitions in info.methods.values() for definition in definitions
-            for name in _registered_buffers(definition, self._lineage(info))} | self._torch_base_buffers(info))
+            for name in _registered_buffers(definition, self.lineage(info))} | self._torch_base_buffers(info))
 
     def _torch_base_buffers(self, info: ClassInfo) -> set[str]:
         found = set()
@@ -191,7 +191,7 @@ class FileFacts:
         if info is None:
             return frozenset()
         found: set[str] = set()
-        for current in self._lineage(info):
+        for current in self.lineage(info):
             part = cache.get(id(current))
             if part is None:
                 part = cache[id(current)] = frozenset(own(current))
@@ -204,7 +204,7 @@ class FileFacts:
         info = self.class_info(node)
         if info is None:
             return False
-        for owner in self._lineage(info):
+        for owner in self.lineage(info):
             for method in owner.methods.get("_apply", ()):
                 calls_base = any(isinstance(n, cst.Attribute) and n.attr.value == "_apply" and isinstance(n.value, cst.Call)
                                  and syntax.last_name(n.value.func) == "super" for n in syntax.walk(method.body))
@@ -213,13 +213,9 @@ class FileFacts:
 
     def with_subclasses(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and the classes of this file that derive from it, transitively."""
-        return [other for other in self.classes.values() if any(base is info for base in self._lineage(other))]
+        return [other for other in self.classes.values() if any(base is info for base in self.lineage(other))]
 
     def lineage(self, info: ClassInfo) -> list[ClassInfo]:
-        """The class and its same-file bases, transitively, nearest first."""
-        return self._lineage(info)
-
-    def _lineage(self, info: ClassInfo) -> list[ClassInfo]:
         """The class and its same-file bases, transitively, nearest first."""
         found, pending = [], [info]
         while pending:

@@ -87,6 +87,16 @@ def positional(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
 
+def option_destination(call: cst.Call) -> str:
+    """The attribute an `add_argument(...)` call's option is read as: its `dest=`, or its first long
+    flag (`--device-id` -> `device_id`), or its first flag; "" when not written as strings."""
+    dest = keyword(call, "dest")
+    flags = [string_value(a.value) or "" for a in positional(call)]
+    name = string_value(dest.value) if dest is not None else next(
+        (f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
+    return (name or "").replace("-", "_")
+
+
 def has_star_args(call: cst.Call) -> bool:
     return any(a.star for a in call.args)
 

@@ -244,12 +244,9 @@ def _flag_defaults(module: cst.Module) -> tuple[dict[str, bool], dict[str, bool]
     names: dict[str, set] = {}
     for node in syntax.walk(module):
         if isinstance(node, cst.Call) and syntax.method_name(node) == "add_argument":
-            dest = syntax.keyword(node, "dest")
-            flags = [syntax.string_value(a.value) or "" for a in syntax.positional(node)]
-            name = syntax.string_value(dest.value) if dest is not None else next(
-                (f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
+            name = syntax.option_destination(node)
             if name:
-                options.setdefault(name.replace("-", "_"), set()).add(_argument_default(node))
+                options.setdefault(name, set()).add(_argument_default(node))
     for statement in module.body:  # the names the module level binds (a script's settings)
         for small in syntax.small_statements(statement):
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):

@@ -41,12 +41,12 @@ class ModuleTensors:
         self.facts = facts
         self._locals: dict[cst.FunctionDef, set[str]] = {}  # per function: the names it binds
         self._classes: Optional[dict[str, ClassInfo]] = None
+        self._weighted: dict[str, bool] = {}  # class name -> built, it makes weights on the CPU
 
     def built(self, call: cst.Call, path) -> Optional[str]:
         """The class a construction builds, as written, when that class makes parameters or
         buffers (and the call does not turn them all off); None otherwise. `path`: the
         ancestors of the call (a name a function around it binds is not the file's class)."""
-
         spelled = syntax.dotted_name(call.func)
         if spelled is None:
             return None
@@ -65,8 +65,7 @@ class ModuleTensors:
         if isinstance(call.func, cst.Name):
             info = self._module_classes().get(call.func.value)
             # (a name a function binds, such as a loop variable, is not the class)
-            if info is not None and self._makes_tensors(info, set()) and not self._places_itself(info) \
-                    and not self._bound_locally(info.name, path):
+            if info is not None and self._makes_cpu_weights(info) and not self._bound_locally(info.name, path):
                 return spelled
         return None
 
@@ -81,6 +80,12 @@ class ModuleTensors:
                 if name in local:
                     return True
         return False
+
+    def _makes_cpu_weights(self, info: ClassInfo) -> bool:
+        """Whether building the file's class makes weights that stay on the CPU (decided once a class)."""
+        if info.name not in self._weighted:
+            self._weighted[info.name] = self._makes_tensors(info, set()) and not self._places_itself(info)
+        return self._weighted[info.name]
 
     def _places_itself(self, info: ClassInfo) -> bool:
         """Whether the class's `__init__` (or a same-file base's) moves the module off the CPU
@@ -126,8 +131,6 @@ class ModuleTensors:
                         if other is not None and self._makes_tensors(other, seen):
                             return True
         return False
-
-
 
 
 def _is_false(arg: Optional[cst.Arg]) -> bool:

@@ -158,15 +158,12 @@ class HardcodedCudaString(Rule):
         (`dest=`, or the first long flag, `--device_id` -> `device_id`) is read as an attribute
         (`args.device_id`) or by `getattr`, or the whole namespace is handed on (`vars(args)`,
         `args.__dict__`, `**vars(...)`). An option nothing reads places nothing."""
-        dest = syntax.keyword(call, "dest")
-        flags = [syntax.string_value(a.value) or "" for a in syntax.positional(call)]
-        name = syntax.string_value(dest.value) if dest is not None else next(
-            (f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
+        name = syntax.option_destination(call)
         if not name:
             return True
         if self._read_names is None:
             self._read_names = _read_attribute_names(call_path[0])
-        return name.replace("-", "_") in self._read_names or _WHOLE_NAMESPACE in self._read_names
+        return name in self._read_names or _WHOLE_NAMESPACE in self._read_names
 
 
 def _read_attribute_names(module: cst.CSTNode) -> set[str]:

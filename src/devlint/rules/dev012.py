@@ -111,6 +111,7 @@ class StaleDeviceAttribute(Rule):
         if klass.parallel:
             return  # DataParallel and DDP place outputs on a chosen `output_device` on purpose
         param = ...  # found on the first report
+        moves_module_to = _module_moved_to(frame)
         for name, attribute_node, call, path in uses:
             attribute = klass.attributes.get(name)
             if name in klass.properties or attribute is None or attribute.elsewhere or attribute.init is None:
@@ -119,7 +120,7 @@ class StaleDeviceAttribute(Rule):
                 continue
             if not attribute.init_targets:
                 continue  # no evidence to name: no finding
-            if _moves_module_to(frame, name):
+            if name in moves_module_to:
                 continue  # `self.to(self.device)` in the method: the weights are where `self.device` says
             if param is ...:
                 func = frame.node
@@ -194,14 +195,12 @@ class StaleDeviceAttribute(Rule):
         return False
 
 
-def _moves_module_to(frame: FunctionFrame, name: str) -> bool:
-    """Whether the method moves the module itself to `self.NAME` (`self.to(self.device)`)."""
-    for node in syntax.walk(frame.node.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" \
-                and isinstance(node.func.value, cst.Name) and node.func.value.value == frame.self_name \
-                and any(frame.self_attribute(arg.value) == name for arg in node.args):
-            return True
-    return False
+def _module_moved_to(frame: FunctionFrame) -> set[str]:
+    """The NAMEs the method moves the module itself to with `self.to(self.NAME)`."""
+    return {name for node in syntax.walk(frame.node.body)
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"
+            and isinstance(node.func.value, cst.Name) and node.func.value.value == frame.self_name
+            for arg in node.args if (name := frame.self_attribute(arg.value)) is not None}
 
 
 def _scan_class(facts, node: cst.ClassDef) -> _Class:

@@ -83,6 +83,7 @@ class ModuleBuiltInForward(Rule):
                 return node, syntax.dotted_name(node.func), path[:index + 1]
         return None
 
+
 def _moved_where_built(facts, call: cst.Call, path: tuple) -> bool:
     """`nn.Linear(...).to(x.device)`, also around a container: `nn.Sequential(nn.Linear(...)).cuda()`;
     a move to the CPU is none."""

@@ -97,10 +97,9 @@ class UnmovedModule(Rule):
     def _built(self, call: cst.Call, scope: _Scope) -> Optional[_Built]:
         if syntax.keyword(call, "device") is not None or syntax.has_double_star(call):
             return None
-        path = tuple(self.ctx.ancestors)
-        name = self._tensors.built(call, path)
+        name = self._tensors.built(call, self.ctx.ancestors)
         if name is not None:
-            return _Built(call, name, path, "weights")
+            return _Built(call, name, tuple(self.ctx.ancestors), "weights")
         qualified = self.facts.resolve(call.func) or ""
         if qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
             for keyword in LOSS_TENSORS:
@@ -111,7 +110,8 @@ class UnmovedModule(Rule):
                 made_here = isinstance(value, cst.Call) and self.facts.is_tensor_source(value) \
                     and syntax.keyword(value, "device") is None
                 if made_here or (isinstance(value, cst.Name) and value.value in scope.cpu_tensors):
-                    return _Built(call, syntax.dotted_name(call.func) or "the loss", path, f"a CPU `{keyword}=` tensor")
+                    return _Built(call, syntax.dotted_name(call.func) or "the loss", tuple(self.ctx.ancestors),
+                                  f"a CPU `{keyword}=` tensor")
         return None
 
     # --- where values live: the scope's replay --------------------------------------------
