@@ -39,6 +39,20 @@ def segment(weights: str, images: torch.Tensor) -> np.ndarray:
     return preds.numpy()
 
 
+class Segmenter:
+    """Loads the weights once, then segments batch after batch (for a service)."""
+
+    def __init__(self, weights: str, device: torch.device):
+        self.device = device
+        self.model = TinySeg().to(device)
+        self.model.load_state_dict(torch.load(weights, map_location=device))
+        self.model.eval()
+
+    def __call__(self, images: torch.Tensor) -> np.ndarray:
+        with torch.no_grad():
+            return self.model(images.to(self.device)).argmax(1).numpy()
+
+
 def main() -> None:
     args = parse_args()
     torch.manual_seed(0)

@@ -1,5 +1,6 @@
-"""`devlint confirm` for DEV007-DEV013 on the stand-in device: each rule shown by a module run,
-the variants a run clears, and the findings no module run reaches."""
+"""`devlint confirm` for DEV007-DEV015 on the stand-in device: each rule shown by a module run
+(DEV014 and DEV015: by building the module a script builds), the variants a run clears, and the
+findings no module run reaches."""
 
 import pytest
 
@@ -474,3 +475,72 @@ def test_dev013_a_layer_built_in_forward_meets_the_input_with_cpu_weights(tmp_pa
     norm, head = results[0][2], results[1][2]
     assert norm["message"].startswith("the module built at line 13 made its weights on cpu; ") and MIX in norm["message"]
     assert head["use"] == {"row": 15} and head["origin"] == {"row": 14}  # rows of the file: after the header
+
+
+def test_dev014_dev015_the_module_a_script_builds_is_built_and_called_on_device_inputs(tmp_path):
+    results = confirm(tmp_path, """
+        CLASS_WEIGHTS = [1.0, 1.0, 4.0]
+
+
+        def train(loader, device):
+            model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).to(device)
+            model.add_module("head", nn.Linear(8, 3))
+            criterion = nn.CrossEntropyLoss(weight=torch.tensor(CLASS_WEIGHTS))
+            probe = nn.Linear(8, 3)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                out = model(x)
+                loss = criterion(out, y) + probe(x).sum()
+            return loss
+
+
+        def finetune(model, loader, device, num_classes):
+            model.to(device)
+            model.fc = nn.Linear(model.fc.in_features, num_classes)
+            for x, y in loader:
+                model(x.to(device))
+
+
+        def parallel(device):
+            net = nn.Linear(8, 8)
+            return nn.DataParallel(net)
+    """, "--select", "DEV014,DEV015")
+    assert statuses(results) == [
+        ("DEV014", 7, "confirmed"), ("DEV015", 8, "confirmed"), ("DEV015", 9, "confirmed"),
+        ("DEV014", 19, "not-run"), ("DEV015", 26, "not-run"),
+    ]
+    head, loss, probe, replaced, wrapped = (c for _, _, c in results)
+    assert head["message"].startswith("the module built at line 11 holds weight, bias on cpu; called on inputs on the device")
+    assert MIX in head["message"] and MIX in probe["message"]
+    assert "holds weight on cpu" in loss["message"] and "(scores and class targets: 2x3, 2 int64)" in loss["message"]
+    assert MIX in loss["message"]
+    assert replaced["message"].startswith("the module built at line 23 needs 'model', a name of the code around it")
+    assert "script code that confirm does not run" in wrapped["message"] or "no module run reached" in wrapped["message"]
+
+
+
+# --- real CUDA: runs where a GPU is present -------------------------------------------------------
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_dev013_dev015_real_cuda_agrees_with_the_stand_in(tmp_path):
+    source = """
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return nn.LayerNorm(8)(self.proj(x))
+
+
+        def train(loader, device):
+            model = Classifier().to(device)
+            criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0]))
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = criterion(model(x)[:, :2], y)
+    """
+    stand_in = statuses(confirm(tmp_path, source, "--device", "stand-in", "--select", "DEV013,DEV015"))
+    real = confirm(tmp_path, source, "--device", "cuda", "--select", "DEV013,DEV015")
+    assert statuses(real) == stand_in == [("DEV013", 8, "confirmed"), ("DEV015", 13, "confirmed")]
+    assert all(c["device"].startswith("cuda") and MIX in c["message"] for _, _, c in real)

@@ -26,6 +26,8 @@ class Refiner(nn.Module):
         )
 
     def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        # the same scale for every class before refining
+        logits = nn.GroupNorm(1, logits.size(1))(logits)
         for conv in self.steps:
             logits = logits + conv(logits)
         return logits

@@ -10,6 +10,7 @@ replays them when a rule asks for it at the scope's end: nothing is walked again
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -20,6 +21,7 @@ from devlint.analysis import round_trips, values
 from devlint.analysis.values import Placement, ValueModel
 from devlint.analysis.base import Analysis
 from devlint.base import FrameState
+from devlint.facts import ClassInfo
 
 
 @dataclass(eq=False)  # one scan a scope: compared (and hashed) by identity
@@ -28,7 +30,6 @@ class ScopeScan:
     placed: dict[str, Placement] = field(default_factory=dict)
     factories: dict[str, cst.Call] = field(default_factory=dict)  # name -> the device-less factory it holds
     order: dict = field(default_factory=dict)  # node -> position in evaluation order
-    first_binding: dict[str, int] = field(default_factory=dict)  # name -> position of its first binding
     factory_names: dict = field(default_factory=dict)  # factory call -> the name it was bound to
     root: Optional[cst.CSTNode] = None
     cpu: dict[str, "CpuValue"] = field(default_factory=dict)  # name -> the CPU value it holds (not a factory)
@@ -43,9 +44,34 @@ class ScopeScan:
     scalars: set = field(default_factory=set)  # names bound to Python numbers (`n = x.shape[-1]`)
     devices: set = field(default_factory=set)  # names bound to a device (`torch.device(...)`, `"cuda:0"`, `x.device`)
     loaded: set = field(default_factory=set)  # placed names bound to `torch.load(p)`: placed only as modules
+    # across the file's scopes: modules the module level placed (for a function that reads the
+    # global), and modules the class's methods placed as `self.NAME` (for the other methods)
+    outer: dict[str, Placement] = field(default_factory=dict)
+    attributes: dict[str, Placement] = field(default_factory=dict)
+    self_name: Optional[str] = None
+    module_names: set = field(default_factory=set)  # names known to be modules, their place not known
 
     def __post_init__(self) -> None:
-        self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories)
+        scan = weakref.proxy(self)  # a bound method kept by the model would be a reference cycle
+        self.model = ValueModel(self.facts, placed=self.placed, factories=self.factories,
+                                module_output=lambda call: scan._module_output(call))
+
+    def _module_output(self, call: cst.Call) -> Optional[Placement]:
+        """Where a module's output lives: where this scope, the class or the module level placed
+        the module (`model(x)`, `self.net(x)`), or, for a module whose place is not known, where its
+        input is (`def evaluate(model, x, device)`: `model(x.to(device))` is on the device)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if isinstance(func, cst.Name):
+            if func.value in self.placed:
+                return self.placed[func.value]
+            if func.value in self.module_names:
+                return next(filter(None, (self.placement_of(a.value) for a in call.args if not a.star)), None)
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == self.self_name:
+            return self.attributes.get(func.attr.value)
+        return None
 
     def device_less_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         return self.model.device_less_factory(expr)
@@ -177,8 +203,7 @@ class ScopeScan:
         `on_call` (the rules' own questions), with the scan as it stands at that call."""
         self.root = scope
         if isinstance(scope, cst.FunctionDef):
-            for param in syntax.all_params(scope.params):
-                self.first_binding.setdefault(param.name.value, -1)
+            self._enter_function(scope, events)
         # names the scope calls (`model(x)`): a tensor is not callable, so one moved is a module
         self.called = {node.func.value for kind, node in events if kind == "call" and isinstance(node.func, cst.Name)}
         for position, (kind, node) in enumerate(events):
@@ -196,6 +221,42 @@ class ScopeScan:
                 for listener in on_operator:
                     listener(self, node)
         return self
+
+    def _enter_function(self, function: cst.FunctionDef, events: list) -> None:
+        """What a function knows before its first statement: the modules the module level placed
+        that it reads as globals (it binds no name of theirs), the modules its class placed as
+        `self.NAME`, and which names are modules (a parameter annotated as one, a name given
+        nn.Module's own methods: `model.eval()`)."""
+        local = {p.name.value for p in syntax.all_params(function.params)}
+        for kind, node in events:
+            if kind == "bind":
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                local.update(n.value for t in targets for n in syntax.unpacked_targets(t) if isinstance(n, cst.Name))
+            elif kind == "for":
+                local.update(n.value for n in syntax.unpacked_targets(node.target) if isinstance(n, cst.Name))
+            elif kind == "call" and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name) \
+                    and node.func.attr.value in _MODULE_ONLY_METHODS:
+                self.module_names.add(node.func.value.value)
+        for name, placement in module_placements(self.facts).items():
+            if name not in local:
+                self.outer[name] = self.placed[name] = placement
+                self.modules.add(name)
+        for param in syntax.all_params(function.params):
+            if param.annotation is not None and self._module_annotation(param.annotation.annotation):
+                self.module_names.add(param.name.value)
+        info = self.facts.definers.get(function)
+        params = syntax.param_names(function.params)
+        if isinstance(info, ClassInfo) and params and not set(syntax.decorator_names(function)) & {"staticmethod", "classmethod"}:
+            self.self_name = params[0]
+            self.attributes = attribute_placements(self.facts, info)
+
+    def _module_annotation(self, annotation: cst.BaseExpression) -> bool:
+        """`nn.Module`, a torch.nn class, or a module class of this file."""
+        qualified = self.facts.resolve(annotation) or ""
+        if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+            return True
+        name = syntax.dotted_name(annotation)
+        return any(info.is_module and info.name == name for info in self.facts.classes.values())
 
     def _moved_by_helper(self, call: cst.Call) -> None:
         """`batch_to_device(batch, device)` as a statement: a helper given a CPU value and a
@@ -246,7 +307,6 @@ class ScopeScan:
         if not isinstance(target, cst.Name):
             return
         name = target.value
-        self.first_binding.setdefault(name, self.order.get(target, 0))
         for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets, self.dataset_calls):
             table.pop(name, None)
         for group in (self.modules, self.losses, self.cpu_devices, self.tensors, self.scalars, self.devices, self.loaded):
@@ -302,7 +362,6 @@ class ScopeScan:
         if not isinstance(target, cst.Name):
             return
         name = target.value
-        self.first_binding.setdefault(name, self.order.get(node, 0))
         self.tensors.discard(name)
         self.scalars.discard(name)
         placement = self.placement_of(value)
@@ -357,6 +416,93 @@ class ScopeScan:
             self.devices.add(name)
         elif values.is_python_scalar(value, self.facts, lambda: frozenset(self.scalars)):
             self.scalars.add(name)
+
+
+# nn.Module's own methods that no tensor has: a name given one holds a module
+_MODULE_ONLY_METHODS = frozenset(
+    "eval parameters named_parameters state_dict load_state_dict modules named_modules children named_children".split()
+)
+
+
+def module_placements(facts) -> dict[str, Placement]:
+    """The modules the file's module-level code leaves on an accelerator, by name: a script's
+    `model = Net().to(device)`, read as a global by the file's functions. Worked out once a file."""
+    found = facts.memo.get("module_placements")
+    if found is None:
+        module = facts.module
+        events = []
+        for node in syntax.walk_expressions(module):
+            if isinstance(node, cst.Call):
+                events.append(("call", node))
+            elif isinstance(node, (cst.Assign, cst.AnnAssign)):
+                events.append(("bind", node))
+            elif isinstance(node, cst.Expr):
+                events.append(("expr", node))
+            elif isinstance(node, cst.For):
+                events.append(("for", node))
+        scan = ScopeScan(facts).replay(module, events, [])
+        found = facts.memo["module_placements"] = {n: p for n, p in scan.placed.items() if n in scan.modules}
+    return found
+
+
+def attribute_placements(facts, info) -> dict[str, Placement]:
+    """The attributes a class's methods set to a module placed on an accelerator
+    (`self.model = Net().to(device)`) or move there in place (`self.model.cuda()`), by name; an
+    attribute any method moves back to the CPU is not counted. Worked out once a class."""
+    memo = facts.memo.setdefault("attribute_placements", {})
+    found = memo.get(id(info.node))
+    if found is not None:
+        return found
+    placed: dict[str, Placement] = {}
+    to_cpu: set = set()
+    model = ValueModel(facts)
+    for methods in info.methods.values():
+        for method in methods:
+            params = syntax.param_names(method.params)
+            if not params or set(syntax.decorator_names(method)) & {"staticmethod", "classmethod"}:
+                continue
+            me = params[0]
+            for node in syntax.walk_expressions(method.body):
+                if isinstance(node, cst.Assign):
+                    value = node.value
+                    names_ = [_own_attribute(t.target, me) for t in node.targets]
+                elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+                    value, receiver = node.value, node.value
+                    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+                        receiver = receiver.func.value  # `self.model.to(device).eval()`: moves in place
+                    names_ = [_own_attribute(receiver, me)]
+                else:
+                    continue
+                names_ = [n for n in names_ if n is not None]
+                if not names_:
+                    continue
+                placement = model.placement_of(value)
+                cpu = _moves_to_cpu(value, facts)
+                for name in names_:
+                    if cpu:
+                        to_cpu.add(name)
+                    elif placement is not None and placement.at is not None and name not in placed:
+                        placed[name] = placement
+    found = memo[id(info.node)] = {n: p for n, p in placed.items() if n not in to_cpu}
+    return found
+
+
+def _own_attribute(target: cst.BaseExpression, me: str) -> Optional[str]:
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == me:
+        return target.attr.value
+    return None
+
+
+def _moves_to_cpu(value: cst.BaseExpression, facts) -> bool:
+    """A chain whose outermost move is to the CPU (`.cpu()`, `.to("cpu")`)."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        method = value.func.attr.value
+        if method == "cpu" or (method == "to" and values.to_cpu(facts, value)):
+            return True
+        if method in ("to", "cuda"):
+            return False
+        value = value.func.value
+    return False
 
 
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "amax", "amin"})
@@ -566,8 +712,26 @@ class ScopePlacements(Analysis):
             func = node.func
             if (isinstance(func, cst.Attribute) and func.attr.value in names.SCAN_TRIGGERING_METHODS) or (
                 self.facts.resolve(func) in names.LOADERS
-            ) or syntax.keyword(node, "device_map") is not None:
+            ) or syntax.keyword(node, "device_map") is not None or self._uses_placed_module(node):
                 scope.moves = True
+
+    def _uses_placed_module(self, call: cst.Call) -> bool:
+        """A function's call of a module the module level placed, or passing one (`m(x)`,
+        `torch.onnx.export(m, ...)`), or a method's call of one its class placed as `self.NAME`:
+        the scope works with a placed module."""
+        frame = self.ctx.function
+        if frame is None:
+            return False
+        func = call.func
+        if isinstance(func, cst.Name) or any(isinstance(a.value, cst.Name) for a in call.args):
+            placed = module_placements(self.facts)
+            if placed and any(isinstance(v, cst.Name) and v.value in placed for v in (func, *(a.value for a in call.args))):
+                return True
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and frame.klass is not None \
+                and func.value.value == frame.self_name:
+            info = self.facts.class_info(frame.klass.node)
+            return info is not None and func.attr.value in attribute_placements(self.facts, info)
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         self._record("call", node)

@@ -166,12 +166,16 @@ class ValueModel:
 
     def __init__(self, facts, names: Callable[[str], Value] = lambda name: UNKNOWN,
                  returns: Optional[Callable[[cst.Call], Optional[Value]]] = None,
-                 placed: Optional[dict[str, Placement]] = None, factories: Optional[dict[str, cst.Call]] = None) -> None:
+                 placed: Optional[dict[str, Placement]] = None, factories: Optional[dict[str, cst.Call]] = None,
+                 module_output: Optional[Callable[[cst.Call], Optional[Placement]]] = None) -> None:
         self.facts = facts
         self.names = names
         self.returns = returns
         self.placed = placed if placed is not None else {}
         self.factories = factories if factories is not None else {}
+        # where a module's output lives (`model(x)`, `self.net(x)`); by default, where the
+        # module is when this scope placed it (not kept as a bound method: a reference cycle)
+        self._module_output = module_output
 
     # --- on an accelerator, or made on the CPU ------------------------------------------------
     def device_less_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -206,16 +210,22 @@ class ValueModel:
             if method == "to" and not is_dtype_only_move(expr, self.facts):
                 device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
                 return Placement(device.value if device is not None else None, at=expr)
-            if method == "forward" or isinstance(func, cst.Name):  # calling a placed module
-                module = func.value if method == "forward" else func
-                return self.placed.get(module.value) if isinstance(module, cst.Name) else None
-            if method in names.PLACEMENT_KEEPING_METHODS:
-                expr = func.value
-                continue
-            return None
+            if method == "forward" or isinstance(func, cst.Name):  # calling a module
+                return self.module_output(expr)
+            if method not in names.PLACEMENT_KEEPING_METHODS:
+                return self.module_output(expr)  # `self.net(x)`: a module an attribute holds, or not known
+            expr = func.value
         if isinstance(expr, cst.Name):
             return self.placed.get(expr.value)
         return None
+
+    def module_output(self, call: cst.Call) -> Optional[Placement]:
+        if self._module_output is not None:
+            return self._module_output(call)
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            func = func.value if func.attr.value == "forward" else None
+        return self.placed.get(func.value) if isinstance(func, cst.Name) else None
 
     # --- what it holds, and with the parameters or not -------------------------------------
 

@@ -87,7 +87,7 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
             verdicts[i] = Verdict("not-run", f"{f.code} is not about where tensors live; confirm does not run it")
     runtime = [i for i, f in enumerate(findings) if verdicts[i] is None]
     if runtime:
-        result = run_child(path, options)
+        result = run_child(path, options, constructions(source, [findings[i] for i in runtime]))
         lines = source.splitlines()
         for i in runtime:
             verdicts[i] = _judge(findings[i], result, lines, scopes)
@@ -146,9 +146,10 @@ def selectable_classes(source: str) -> dict[str, bool]:
 
 
 # --- the child ---------------------------------------------------------------------------------
-def run_child(path: Path, options: Options) -> dict:
+def run_child(path: Path, options: Options, built: Iterable[dict] = ()) -> dict:
     """Run the file's modules in a child process of their own (a fresh interpreter, or a fresh fork
-    of a warm one: devlint.confirm.zygote); the result travels on a private pipe."""
+    of a warm one: devlint.confirm.zygote); the result travels on a private pipe. `built`: the
+    constructions of DEV014/DEV015 findings to build and call there."""
     classes = dict(options.classes)
     if options.only_class and (options.init_kwargs is not None or options.input_shapes):
         classes[options.only_class] = {
@@ -156,7 +157,7 @@ def run_child(path: Path, options: Options) -> dict:
             "inputs": [{"shape": s, "dtype": options.input_dtype} for s in options.input_shapes] or None,
         }
     job = {"file": str(path.resolve()), "device": options.device, "mode": options.mode,
-           "only": options.only_class, "classes": classes, "values": options.values}
+           "only": options.only_class, "classes": classes, "values": options.values, "constructions": list(built)}
     read_end, write_end = os.pipe()
     env = dict(os.environ)
     if options.device == "stand-in":
@@ -305,6 +306,10 @@ def _judge(finding: engine.Finding, result: dict, lines: list[str], scopes: "Sco
             return verdict("confirmed", f"line {row} made {literal}; {VIA.get(hit.get('via'), VIA['tensor'])} at line "
                            f"{hit['row']} ({_scenario(hit)}): on a CPU-only host this raises AssertionError: "
                            "Torch not compiled with CUDA enabled", hit["row"], row)
+    if finding.code in BUILT_BY_SCRIPTS:
+        found = _judge_construction(finding, result, verdict)
+        if found is not None:
+            return found
     # a run that stopped early leaves what it did not reach undecided (the owning class's runs,
     # or any class's for code outside classes)
     stopped = [r for c in ([owner] if owner else classes) for r in c["runs"] if r["status"] in ("inconclusive", "error")]
@@ -733,6 +738,67 @@ def _judge_built_in_forward(case: Case) -> Optional[Verdict]:
     if made and not case.stopped:
         return case.verdict("not-reproduced", f"the weights made at line {row} never met a tensor on another device", None, row)
     return None
+
+
+# --- DEV014, DEV015: a module a script builds ------------------------------------------------------
+BUILT_BY_SCRIPTS = ("DEV014", "DEV015")
+
+
+def constructions(source: str, findings: Iterable[engine.Finding]) -> list[dict]:
+    """The construction each DEV014/DEV015 finding reports, as the text of its expression (the
+    value set as the new attribute, or the module built and never moved), for the child to build."""
+    wanted = [f for f in findings if f.code in BUILT_BY_SCRIPTS]
+    if not wanted:
+        return []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    at: dict[tuple[int, int], list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Call, ast.Assign)):
+            at.setdefault((node.lineno, node.col_offset), []).append(node)
+    found = []
+    for f in wanted:
+        built = _construction(at.get((f.row, f.column - 1), []))
+        text = ast.get_source_segment(source, built) if built is not None else None
+        if text:
+            found.append({"row": built.lineno, "finding_row": f.row, "source": text})
+    return found
+
+
+def _construction(nodes: list) -> Optional[ast.AST]:
+    """The module built at a finding's position: an assignment's value (`model.fc = nn.Linear(...)`),
+    the module given to `setattr`/`add_module`, or the call itself (not a `DataParallel` wrapper:
+    what it wraps is built elsewhere)."""
+    assign = next((n for n in nodes if isinstance(n, ast.Assign)), None)
+    if assign is not None:
+        return assign.value
+    calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=lambda n: (n.end_lineno, n.end_col_offset))
+    call = calls[0] if calls else None  # the innermost of those starting here: `nn.Linear(...)` of `nn.Linear(...).double()`
+    if call is None:
+        return None
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name in ("setattr", "add_module") and call.args:
+        return call.args[-1]
+    return None if name.endswith("DataParallel") else call
+
+
+def _judge_construction(finding: engine.Finding, result: dict, verdict) -> Optional[Verdict]:
+    built = next((c for c in result.get("constructions", []) if c["finding_row"] == finding.row), None)
+    if built is None:
+        return None
+    row = built["row"]
+    if built["status"] in ("confirmed", "benign"):
+        on_cpu = ", ".join(built["on_cpu"][:4]) + (", ..." if len(built["on_cpu"]) > 4 else "")
+        return verdict(built["status"], f"the module built at line {row} holds {on_cpu} on cpu; called on inputs on the "
+                       f"device ({built['source']}: {_shapes(built['inputs'])}): {built['message']}", row, row)
+    return verdict(built["status"], built["reason"], None, row)
+
+
+def _shapes(inputs: list) -> str:
+    return ", ".join("x".join(map(str, i["shape"])) + (f" {i['dtype']}" if i.get("dtype") not in (None, "float32") else "")
+                     if isinstance(i, dict) and "shape" in i else str(i) for i in inputs)
 
 
 RULE_JUDGES = {

@@ -14,6 +14,7 @@ lets the run go on so that one run finds every mismatch a forward pass reaches.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
@@ -900,10 +901,77 @@ def run(job: dict) -> dict:
         outcome["span"] = _span(cls)
         outcome["lines"] = {scenario: _pairs(rows) for scenario, rows in rec.lines.items()}
         results.append(outcome)
+    built = []
+    for item in job.get("constructions", []):
+        rec = Recorder(user_file, target)
+        built.append(run_construction(item, user_module, rec))
     stop_tracing()
     stand_in = STAND_IN_VALUES if values == "always" else "stand-in (meta)"
-    return {"classes": results, "device": stand_in if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})",
+    return {"classes": results, "constructions": built, "device": stand_in if target == STAND_IN else f"cuda ({torch.cuda.get_device_name()})",
             "import_lines": _pairs(import_lines)}
+
+
+# --- a module a script builds (DEV014, DEV015) ---------------------------------------------------
+def run_construction(item: dict, user_module, rec: Recorder) -> dict:
+    """Build the module a finding points at as its line builds it (the expression alone, with the
+    file's module-level names), then call it on inputs on the device, as the script's code does:
+    CPU weights meet them. A construction that needs names of the code around it is not run."""
+    row, text = item["row"], item["source"]
+    done: dict[str, Any] = {"row": row, "finding_row": item["finding_row"]}
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        ast.increment_lineno(tree, row - 1)  # the line the module's tensors are made on is the user's
+        code = compile(tree, rec.user_file, "eval")
+    except SyntaxError as exc:
+        return {**done, "status": "not-run", "reason": f"cannot read the construction at line {row}: {exc}"}
+    rec.scenario = "construction"
+    try:
+        with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec):
+            module = eval(code, dict(vars(user_module)))  # noqa: S307 - the user's own expression, as their script runs it
+    except NameError as exc:
+        return {**done, "status": "not-run", "reason": f"the module built at line {row} needs {exc.name!r}, a name of "
+                "the code around it; confirm builds a construction made only of the file's module-level names"}
+    except BaseException as exc:  # noqa: BLE001 - user code
+        return {**done, "status": "not-run", "reason": f"building the module at line {row} raised {type(exc).__name__}: {exc}"}
+    if not isinstance(module, torch.nn.Module):
+        return {**done, "status": "not-run", "reason": f"line {row} does not build an nn.Module ({type(module).__name__})"}
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    done["on_cpu"] = [name for name, t in tensors if t.device.type == "cpu"]
+    if not done["on_cpu"]:
+        where = sorted({t.device.type for _, t in tensors}) or ["nowhere: it holds no tensor"]
+        return {**done, "status": "not-reproduced", "reason": f"the module built at line {row} holds its tensors on {', '.join(where)}"}
+    device = STAND_IN if rec.target == STAND_IN else "cuda"  # noqa: DEV005 (--device cuda asks for it)
+    for source, specs in construction_inputs(module, user_module):
+        before = len(rec.events)
+        try:
+            inputs = make_inputs(specs, device)
+            with FunctionRecorder(rec, params_on_stand_in=False), DispatchRecorder(rec), torch.no_grad():
+                module(*inputs)
+        except BaseException as exc:  # noqa: BLE001 - user code
+            if "device" not in str(exc):
+                continue  # the guess did not fit the module
+            return {**done, "status": "confirmed", "inputs": describe_inputs(specs), "source": source,
+                    "message": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+        mixes = [e for e in rec.events[before:] if e["kind"] == "mix"]
+        if mixes:
+            hit = next((e for e in mixes if e["verdict"] == "confirmed"), mixes[0])
+            return {**done, "status": hit["verdict"], "inputs": describe_inputs(specs), "source": source,
+                    "message": hit["message"]}
+        return {**done, "status": "not-reproduced", "inputs": describe_inputs(specs), "source": source,
+                "reason": "called on inputs on the device, it mixed nothing"}
+    return {**done, "status": "inconclusive", "reason": f"no input fitted the module built at line {row}"}
+
+
+def construction_inputs(module: torch.nn.Module, user_module) -> list[tuple[str, list[dict]]]:
+    """Inputs for a module a script builds: a weighted loss takes scores and targets of its
+    number of classes; any other module, what confirm guesses for a module class."""
+    if isinstance(module, torch.nn.modules.loss._Loss):
+        weight = getattr(module, "weight", None)
+        weight = weight if isinstance(weight, torch.Tensor) else getattr(module, "pos_weight", None)
+        classes = weight.numel() if isinstance(weight, torch.Tensor) else 2
+        return [("scores and class targets", [{"shape": [2, classes]}, {"shape": [2], "dtype": "int64"}]),
+                ("scores and targets", [{"shape": [2, classes]}, {"shape": [2, classes]}])]
+    return input_guesses(torch.nn.Sequential(module), user_module, type(module))
 
 
 def start_tracing(user_file: str) -> dict[int, int]:

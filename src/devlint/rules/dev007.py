@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint import edits, names, syntax
+from devlint.analysis.bindings import name_bound_at
 from devlint.analysis.placements import (
     DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopePlacements, ScopeScan, cpu_evidence, placement_evidence,
 )
@@ -146,7 +147,7 @@ class InputDeviceMismatch(Rule):
         if scope is None:
             return
         for site, meet in scope.meets.items():
-            if _kept_on_host(meet.use, scope):
+            if _kept_on_host(meet.use, scope) or _handed_in_beside_a_global(scan, meet):
                 continue
             placed = placement_evidence(meet.placement)
             made = cpu_evidence(meet.cpu) if meet.cpu.kind != FACTORY else None
@@ -179,10 +180,18 @@ class InputDeviceMismatch(Rule):
                 related=related,
             )
 
+    def _bound_at(self, name: str, node: cst.CSTNode) -> bool:
+        """Whether `name` is bound when `node`, in the scope now ending, runs (a fix may write it
+        there): the scope's own binding before it, or the module's before the function."""
+        *outer, root = self.ctx.ancestors
+        path = next((p for n, p in syntax.walk_with_paths(root, outer) if n is node), None)
+        return path is not None and name_bound_at(name, path)
+
     def _factory_fix(self, scan, scope, factory, source, meet: _Meet) -> Optional[NodeFix]:
         if source in names.FACTORIES or source == names.AS_TENSOR:
             applicability = _fix_applicability(scan, scope, factory, meet.placement)
-            if applicability is None:
+            device = meet.placement.device
+            if applicability is None or (isinstance(device, cst.Name) and not self._bound_at(device.value, factory)):
                 return None
             device = meet.placement.device
             return NodeFix(applicability, f"Add `device={_code(device)}`", factory,
@@ -197,8 +206,7 @@ class InputDeviceMismatch(Rule):
             return None  # moved off on purpose, or a whole batch (a tuple or dict has no `.to`)
         device = meet.placement.device
         if isinstance(device, cst.Name):
-            bound = scan.first_binding.get(device.value)
-            if bound is not None and bound > meet.position:
+            if not self._bound_at(device.value, meet.use):
                 return None
         elif device is None or syntax.string_value(device) is None:
             return None
@@ -228,13 +236,26 @@ def _kept_on_host(use: cst.BaseExpression, scope: _ScopeInputs) -> bool:
                                  or name.lower().endswith(("_lengths", "_lens")))
 
 
+_WRAPPERS = names.ITERATION_WRAPPERS | {"enumerate", "iter"}
+
+
+def _handed_in_beside_a_global(scan: ScopeScan, meet: _Meet) -> bool:
+    """Batches of a loader the function does not build (a parameter `test_loader`) meeting a
+    model the module level placed: the module level makes the data as it makes the model, and may
+    have placed both (a notebook that moves its tensors, then builds the loader); only the
+    function's own data is known to be on the CPU."""
+    if meet.cpu.kind != LOADER or not any(meet.placement is p for p in scan.outer.values()):
+        return False
+    origin = meet.cpu.origin
+    while isinstance(origin, cst.Call) and origin.args and syntax.last_name(origin.func) in _WRAPPERS:
+        origin = origin.args[0].value  # `enumerate(tqdm(loader))`, `iter(loader)`
+    return not (isinstance(origin, cst.Call) or (isinstance(origin, cst.Name) and scan.loaders.get(origin.value)))
+
+
 def _fix_applicability(scan: ScopeScan, scope: _ScopeInputs, factory: cst.Call, placement: Placement) -> Optional[str]:
     """SAFE, UNSAFE, or None (no fix) for adding `device=<placement.device>` to `factory`."""
     device = placement.device
     if isinstance(device, cst.Name):
-        bound = scan.first_binding.get(device.value)
-        if bound is not None and bound > scan.order.get(factory, 0):
-            return None  # `device` is bound only after the factory runs
         if not _a_device(scan, device):
             return None  # `.to(ref)` also takes a tensor, which `device=` does not
     elif device is None or syntax.string_value(device) is None:
