@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -430,19 +430,41 @@ def module_placements(facts) -> dict[str, Placement]:
     found = facts.memo.get("module_placements")
     if found is None:
         module = facts.module
-        events = []
-        for node in syntax.walk_expressions(module):
-            if isinstance(node, cst.Call):
-                events.append(("call", node))
-            elif isinstance(node, (cst.Assign, cst.AnnAssign)):
-                events.append(("bind", node))
-            elif isinstance(node, cst.Expr):
-                events.append(("expr", node))
-            elif isinstance(node, cst.For):
-                events.append(("for", node))
+        events = [("for", n) if isinstance(n, cst.For) else ("expr", n) if isinstance(n, cst.Expr) else ("bind", n)
+                  for n in _statements(module.body) if isinstance(n, (cst.For, cst.Expr, cst.Assign, cst.AnnAssign))]
         scan = ScopeScan(facts).replay(module, events, [])
+        if any(name not in scan.modules for name in scan.placed):
+            # a moved name the module level calls is a module (`model = model.to(d)`, then `model(x)`):
+            # only then are the module level's expressions walked for calls
+            calls = [("call", n) for kind, statement in events for n in syntax.walk_expressions(statement)
+                     if isinstance(n, cst.Call)]
+            scan = ScopeScan(facts).replay(module, calls + events, [])
         found = facts.memo["module_placements"] = {n: p for n, p in scan.placed.items() if n in scan.modules}
     return found
+
+
+def _statements(body) -> Iterator[cst.CSTNode]:
+    """The small statements of a block, and its loops (before their bodies), in order, through
+    `if`/`for`/`while`/`with`/`try` blocks but not into functions or classes."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+        elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        else:
+            if isinstance(statement, cst.For):
+                yield statement
+            for name in ("body", "handlers", "orelse", "finalbody"):
+                block = getattr(statement, name, None)
+                if isinstance(block, (list, tuple)):
+                    for handler in block:
+                        yield from _statements(syntax.block_statements(handler.body))
+                elif isinstance(block, cst.BaseSuite):
+                    yield from _statements(syntax.block_statements(block))
+                elif isinstance(block, cst.If):  # an `elif`
+                    yield from _statements([block])
+                elif block is not None and hasattr(block, "body"):  # `else:`, `finally:`
+                    yield from _statements(syntax.block_statements(block.body))
 
 
 def attribute_placements(facts, info) -> dict[str, Placement]:
@@ -462,7 +484,7 @@ def attribute_placements(facts, info) -> dict[str, Placement]:
             if not params or set(syntax.decorator_names(method)) & {"staticmethod", "classmethod"}:
                 continue
             me = params[0]
-            for node in syntax.walk_expressions(method.body):
+            for node in _statements(syntax.block_statements(method.body)):
                 if isinstance(node, cst.Assign):
                     value = node.value
                     names_ = [_own_attribute(t.target, me) for t in node.targets]
