@@ -2,7 +2,7 @@
 
 Calls every public callable of `torch.cuda` and of the submodules users call directly, with
 plausible arguments, on the CPU wheel of torch, and writes what happened to
-`src/devlint/cuda_api.py` (plain data, no torch import). Each call runs in a process forked
+`src/devlint/torchinfo/cuda_api.py` (plain data, no torch import). Each call runs in a process forked
 for it alone, under a timeout, so that no call can hang the run or leave state behind for the
 next one. Usage: python bench/cuda_only_api.py [--check] [--output FILE]
 
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULE = ROOT / "src" / "devlint" / "cuda_api.py"
+MODULE = ROOT / "src" / "devlint" / "torchinfo" / "cuda_api.py"
 
 SUBMODULES = (
     "torch.cuda", "torch.cuda.memory", "torch.cuda.random", "torch.cuda.amp", "torch.cuda.profiler",

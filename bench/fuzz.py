@@ -93,8 +93,8 @@ def check_case(source: str) -> tuple[str | None, int, bool]:
     `unparsable` or `non-idempotent` and why; then how many findings the case had and
     whether a fix changed it."""
     from devlint import engine
-    from devlint.config import Settings
-    from devlint.linter import Linter
+    from devlint.workspace.config import Settings
+    from devlint.workspace.linter import Linter
 
     linter = Linter(Settings(root=ROOT), ROOT / "case.py")  # what a run checks: all rules, noqa
     check = linter.check

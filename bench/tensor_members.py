@@ -1,4 +1,4 @@
-"""Write `src/devlint/tensor_members.py`: every public attribute and method of `torch.Tensor` in
+"""Write `src/devlint/torchinfo/tensor_members.py`: every public attribute and method of `torch.Tensor` in
 the installed torch. The static pass never imports torch; it reads this table to tell a
 tensor parameter from an object that merely has a `.device` (an accelerate `PartialState`, a
 model wrapper). `tests/test_tensor_members.py` pins the table to the installed torch.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-TARGET = Path(__file__).resolve().parent.parent / "src" / "devlint" / "tensor_members.py"
+TARGET = Path(__file__).resolve().parent.parent / "src" / "devlint" / "torchinfo" / "tensor_members.py"
 
 
 def members() -> list[str]:

@@ -1,4 +1,4 @@
-"""Write `src/devlint/torch_buffers.py`: for each module class torch.nn exports, the buffers its
+"""Write `src/devlint/torchinfo/torch_buffers.py`: for each module class torch.nn exports, the buffers its
 `__init__` (or a base class's in torch) registers by name. The static pass never imports torch;
 it reads this table to know that `self.weight = w` in a subclass of `nn.BCELoss` sets the buffer
 the base registered, not a plain attribute. `tests/test_torch_buffers.py` pins the table to the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-TARGET = Path(__file__).resolve().parent.parent / "src" / "devlint" / "torch_buffers.py"
+TARGET = Path(__file__).resolve().parent.parent / "src" / "devlint" / "torchinfo" / "torch_buffers.py"
 
 
 def _registered(cls: type) -> set[str]:

@@ -1,4 +1,4 @@
-"""Write `src/devlint/torch_nn_tensors.py`: which module classes of `torch.nn` make parameters or
+"""Write `src/devlint/torchinfo/torch_nn_tensors.py`: which module classes of `torch.nn` make parameters or
 buffers when built, and which keyword arguments set to False make them build none. DEV013 flags
 a construction at forward time only for a class that makes tensors; the static pass never
 imports torch, so it reads this table. Each class is built on the meta device with its
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-TARGET = Path(__file__).resolve().parent.parent / "src" / "devlint" / "torch_nn_tensors.py"
+TARGET = Path(__file__).resolve().parent.parent / "src" / "devlint" / "torchinfo" / "torch_nn_tensors.py"
 
 
 def _build(cls: type, **options):

@@ -29,7 +29,7 @@ def on_files(files, config):
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri != "rules/index.md":
         return markdown
-    from devlint import docs
+    from devlint.frontends import docs
     from devlint.rules import ALL_RULES
 
     rows = ["| code | name | flags | fix |", "|---|---|---|---|"]

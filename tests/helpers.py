@@ -31,8 +31,8 @@ def lint(source: str, select: tuple[str, ...] = ("DEV",), target_torch=None) -> 
     """What `devlint` reports for `source` as a file of no project, with the rules `select` names:
     the findings, through the same Linter every front end uses. The target torch is
     `target_torch`, else the one the source names on its first line, else the default."""
-    from devlint.config import Selection, Settings
-    from devlint.linter import Linter
+    from devlint.workspace.config import Selection, Settings
+    from devlint.workspace.linter import Linter
 
     settings = Settings(root=Path("."), layers=[Selection(select=list(select))],
                         target_torch_setting=target_torch or fixture_target(source))

@@ -2,8 +2,8 @@
 import libcst as cst
 import pytest
 
-from devlint import syntax
-from devlint.analysis.bindings import name_bound_at
+from devlint.core import syntax
+from devlint.semantic.bindings import name_bound_at
 
 
 def _bound_at_marker(source: str, name: str = "device") -> bool:
@@ -75,7 +75,7 @@ def test_unbound(source):
 # --- receiver_may_be_torch_object: a method matched by name is torch's only on a torch object -----
 def _receiver_at_marker(source: str) -> bool:
     """receiver_may_be_torch_object for the receiver of the call `<receiver>.HERE(...)`."""
-    from devlint.facts import FileFacts
+    from devlint.semantic.facts import FileFacts
 
     module = cst.parse_module(source)
     stack = [(module, [module])]

@@ -604,7 +604,7 @@ def test_help_lists_every_command_and_checks_options(tmp_path, flag):
 def test_help_lists_every_command_there_is(tmp_path):
     """Every command `devlint` dispatches is in `devlint --help`, with its own help, and in the
     docs' command list."""
-    from devlint.cli import COMMANDS
+    from devlint.frontends.cli import COMMANDS
 
     assert {"check", "rule", "explain", "confirm"} <= set(COMMANDS)
     listed = run("--help", cwd=tmp_path).stdout
@@ -657,7 +657,7 @@ def test_options_before_the_paths_of_a_bare_check(tmp_path):
 
 def test_a_run_the_cache_answers_does_not_import_libcst(tmp_path):
     write(tmp_path, {"m.py": MIXED})
-    script = "import sys, devlint.cli\nrc = devlint.cli.main(['m.py'])\nprint(rc, 'libcst' in sys.modules)\n"
+    script = "import sys, devlint.frontends.cli\nrc = devlint.frontends.cli.main(['m.py'])\nprint(rc, 'libcst' in sys.modules)\n"
     outcomes = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
                 for _ in range(2)]
     assert [r.stdout.splitlines()[-1] for r in outcomes] == ["1 True", "1 False"]
@@ -671,8 +671,8 @@ def test_static_check_does_not_import_torch(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(tmp_path / "fake"), os.environ.get("PYTHONPATH")) if p))
     script = (
-        "import sys, devlint.cli\n"
-        "rc = devlint.cli.main(['check', 'm.py'])\n"
+        "import sys, devlint.frontends.cli\n"
+        "rc = devlint.frontends.cli.main(['check', 'm.py'])\n"
         "print(rc, 'torch' in sys.modules)\n"
         "import torch\n"
         "print(torch.FAKE)\n"

@@ -399,7 +399,7 @@ def test_real_cuda_agrees_with_the_stand_in(tmp_path):
 
 
 def test_the_child_watches_every_call_the_static_rules_know():
-    from devlint import names
+    from devlint.torchinfo import names
     from devlint.confirm import child
 
     def torch_objects(qualified):

@@ -114,8 +114,8 @@ def test_catalog_has_thirty_reports_with_fixed_variants_and_inputs():
 
 
 def test_every_finding_has_exactly_one_expectation():
-    from devlint.config import Settings
-    from devlint.linter import Linter
+    from devlint.workspace.config import Settings
+    from devlint.workspace.linter import Linter
 
     problems = []
     for path in FILES:
@@ -167,8 +167,8 @@ def test_every_module_runs_on_the_cpu_with_its_inputs():
 def test_catalog_spans_every_confirmable_rule_and_both_sides():
     statuses = [e for path in FILES for e in expectations(path)]
     assert {"confirmed", "benign", "not-reproduced"} <= {e.status for e in statuses}
-    from devlint.config import Settings
-    from devlint.linter import Linter
+    from devlint.workspace.config import Settings
+    from devlint.workspace.linter import Linter
 
     codes = {f.code for path in FILES for f in Linter(Settings(root=ROOT), path).check(path.read_text(encoding="utf-8"))}
     assert {"DEV001", "DEV003", "DEV004", "DEV005", "DEV007", "DEV009", "DEV010", "DEV011", "DEV012"} <= codes

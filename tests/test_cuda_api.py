@@ -1,4 +1,4 @@
-"""The pinned DEV011 table (`devlint.cuda_api`) is what the installed CPU build of torch does."""
+"""The pinned DEV011 table (`devlint.torchinfo.cuda_api`) is what the installed CPU build of torch does."""
 from __future__ import annotations
 
 import importlib.util
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint import cuda_api
+from devlint.torchinfo import cuda_api
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +53,7 @@ def test_rendered_module_is_the_pinned_file(derived):
     script = _script()
     pinned_version = cuda_api.TORCH_VERSION
     rendered = script.render({**derived, "TORCH_VERSION": pinned_version})
-    assert rendered == (ROOT / "src" / "devlint" / "cuda_api.py").read_text(encoding="utf-8")
+    assert rendered == (ROOT / "src" / "devlint" / "torchinfo" / "cuda_api.py").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", RAISE)

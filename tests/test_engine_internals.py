@@ -5,9 +5,10 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devlint import engine, syntax
-from devlint.positions import statement_positions
-from devlint.analysis import Analysis
+from devlint import engine
+from devlint.core import syntax
+from devlint.core.positions import statement_positions
+from devlint.api import Analysis
 from devlint.rules import ALL_RULES, BY_CODE, NAMES
 from helpers import lint
 
@@ -131,7 +132,7 @@ def test_each_rule_finds_alone_what_it_finds_with_the_others(path):
 
 
 def test_the_method_sets_the_rules_ask_come_from_the_one_table():
-    from devlint import names
+    from devlint.torchinfo import names
 
     assert names.SHAPE_METHODS | names.MOVES | names.NON_TENSOR_METHODS | {"cpu"} == set(names.TENSOR_METHODS)
     assert names.PLACEMENT_KEEPING_METHODS - names.MODULE_RETURNING_METHODS <= names.SHAPE_METHODS

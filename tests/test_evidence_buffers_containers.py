@@ -3,8 +3,8 @@ made, and where forward-time code reads it."""
 import json
 from pathlib import Path
 
-from devlint.config import Settings
-from devlint.linter import Linter
+from devlint.workspace.config import Settings
+from devlint.workspace.linter import Linter
 from helpers import devlint
 
 SOURCE = '''\

@@ -259,7 +259,7 @@ def test_confirm_with_export_confirms_the_findings_export_blames(tmp_path):
 def test_an_export_failure_confirms_a_finding_the_run_did_not():
     from devlint.confirm import Verdict
     from devlint.confirm.export import confirmed_by_export
-    from devlint.findings import Finding
+    from devlint.core.findings import Finding
 
     findings = [Finding(code, "name", "message", row, column, row, column + 1)
                 for code, row, column in (("DEV003", 11, 21), ("DEV003", 12, 9), ("DEV004", 11, 9))]

@@ -12,9 +12,11 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from devlint import engine, fixer, runner
-from devlint.config import Settings
-from devlint.linter import Linter
+from devlint import engine
+from devlint.engine import fixer
+from devlint.workspace import runner
+from devlint.workspace.config import Settings
+from devlint.workspace.linter import Linter
 from helpers import fixture_target, lint
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from devlint import output
-from devlint.config import Settings
-from devlint.runner import check_data
+from devlint.frontends import output
+from devlint.workspace.config import Settings
+from devlint.workspace.runner import check_data
 from helpers import ROOT, devlint, fixture_target
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*.py"))
@@ -169,7 +169,7 @@ def test_fixed_code_layout(path, mode):
 def test_added_argument_layout(call, fixed):
     import libcst as cst
 
-    from devlint import edits
+    from devlint.core import edits
 
     new = edits.add_arg(cst.parse_expression(call), edits.keyword_arg("device", cst.Name("d")))
     assert cst.Module([]).code_for_node(new) == fixed

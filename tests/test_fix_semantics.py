@@ -18,9 +18,9 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from devlint import fixer  # noqa: E402
-from devlint.config import Settings  # noqa: E402
-from devlint.linter import Linter  # noqa: E402
+from devlint.engine import fixer
+from devlint.workspace.config import Settings  # noqa: E402
+from devlint.workspace.linter import Linter  # noqa: E402
 
 CUDA_ERROR = "Attempting to deserialize object on a CUDA device"
 

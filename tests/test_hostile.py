@@ -12,8 +12,9 @@ from pathlib import Path
 import helpers
 import pytest
 
-from devlint import output, runner
-from devlint.config import Settings
+from devlint.frontends import output
+from devlint.workspace import runner
+from devlint.workspace.config import Settings
 
 GOOD = "import torch\nm = model.cuda()\n"  # DEV001 at 2:11
 GOOD_LINE = "good.py:2:11: DEV001 `.cuda()` hardcodes the CUDA device and fails where there is none; use `.to(device)`"

@@ -6,9 +6,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from devlint.config import Selection, Settings
-from devlint.incremental import ChunkParser
-from devlint.linter import Linter
+from devlint.workspace.config import Selection, Settings
+from devlint.engine.incremental import ChunkParser
+from devlint.workspace.linter import Linter
 
 from helpers import ROOT, fixture_target
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint.output import rule_url
+from devlint.frontends.output import rule_url
 from helpers import devlint
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None

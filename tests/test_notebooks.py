@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint.notebook import PLACEHOLDER, neutralise
+from devlint.workspace.notebook import PLACEHOLDER, neutralise
 from helpers import ROOT, devlint, git, run_hook
 
 NOTEBOOK = ROOT / "tests" / "notebooks" / "train.ipynb"
@@ -168,7 +168,7 @@ def sources_of(text: str) -> dict[int, str]:
 
 def test_the_cache_answers_a_notebook_without_parsing_it(tmp_path):
     copy(tmp_path)
-    script = ("import sys, devlint.cli\nrc = devlint.cli.main(['nb.ipynb'])\n"
+    script = ("import sys, devlint.frontends.cli\nrc = devlint.frontends.cli.main(['nb.ipynb'])\n"
               "print(rc, 'libcst' in sys.modules, 'nbformat' in sys.modules)\n")
     runs = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True) for _ in range(2)]
     assert [r.stdout.splitlines()[-1] for r in runs] == ["1 True True", "1 False False"]
@@ -371,7 +371,7 @@ def test_a_cell_that_holds_a_line_like_devlints_own_cell_marker(tmp_path):
 
 
 def test_writing_back_refuses_an_ipython_line_a_change_moved_or_removed():
-    from devlint import notebook
+    from devlint.workspace import notebook
 
     nb = notebook.read(NOTEBOOK.read_bytes())
     assert notebook.split(nb, nb.module) == {}

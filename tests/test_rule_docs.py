@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from devlint import docs, fixer
-from devlint.config import Settings
-from devlint.linter import Linter
+from devlint.engine import fixer
+from devlint.frontends import docs
+from devlint.workspace.config import Settings
+from devlint.workspace.linter import Linter
 from devlint.rules import ALL_RULES
 from expectations import expected_findings, mismatches
 from helpers import lint
@@ -115,19 +116,19 @@ def test_rule_docs_ship_in_the_wheel(tmp_path):
     )
     result = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
-         "from devlint.cli import main; raise SystemExit(main(['rule', 'DEV003']))"],
+         "from devlint.frontends.cli import main; raise SystemExit(main(['rule', 'DEV003']))"],
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("# DEV003 factory-without-device\n")
     assert str(target) in subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); import devlint.docs as d; print(d._doc_dir())"],
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); import devlint.frontends.docs as d; print(d._doc_dir())"],
         capture_output=True, text=True, cwd=tmp_path,
     ).stdout
     # A finding's link is the doc in the installed package.
     url = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); "
-         "from devlint.output import rule_url; print(rule_url('DEV003'))"],
+         "from devlint.frontends.output import rule_url; print(rule_url('DEV003'))"],
         capture_output=True, text=True, cwd=tmp_path,
     ).stdout.strip()
     assert url == (target / "devlint" / "_rules" / "DEV003.md").resolve().as_uri()

@@ -451,7 +451,7 @@ def test_close_clears_and_shutdown_exits_cleanly(tmp_path):
 # --- the docs' editor snippets ------------------------------------------------------------------
 
 def test_docs_editor_snippets_start_this_server():
-    from devlint.config import tomllib
+    from devlint.workspace.config import tomllib
     from helpers import ROOT
 
     section = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")

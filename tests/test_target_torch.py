@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint.config import (
+from devlint.workspace.config import (
     DEFAULT_TARGET_TORCH, ConfigError, Settings, load_settings, parse_target_torch, torch_floor,
 )
 
@@ -133,7 +133,7 @@ def test_a_broken_project_table_only_loses_the_inference(tmp_path):
 
 
 def test_the_cache_key_holds_what_the_target_comes_from(tmp_path):
-    from devlint.runner import FindingCache
+    from devlint.workspace.runner import FindingCache
 
     settings = [Settings(root=tmp_path), Settings(root=tmp_path, target_torch_setting=(2, 6)),
                 Settings(root=tmp_path, torch_requirements=[("torch>=2.4", "pyproject.toml")])]
@@ -143,7 +143,7 @@ def test_the_cache_key_holds_what_the_target_comes_from(tmp_path):
 def test_the_requirements_are_parsed_on_first_use_only(tmp_path):
     """A run the cache answers reads the settings but never imports `packaging`."""
     project(tmp_path, dependencies=["torch>=2.4"])
-    code = ("import sys; from pathlib import Path; from devlint.config import load_settings; "
+    code = ("import sys; from pathlib import Path; from devlint.workspace.config import load_settings; "
             f"s = load_settings(None, Path({str(tmp_path)!r})); s.target_torch_key(); "
             "assert 'packaging.requirements' not in sys.modules; assert s.target_torch == (2, 4)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

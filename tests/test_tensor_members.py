@@ -1,11 +1,11 @@
-"""The pinned table of tensor members (`devlint.tensor_members`) is what the installed torch has."""
+"""The pinned table of tensor members (`devlint.torchinfo.tensor_members`) is what the installed torch has."""
 from __future__ import annotations
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from devlint import tensor_members  # noqa: E402
+from devlint.torchinfo import tensor_members
 from helpers import bench_script  # noqa: E402
 
 
@@ -22,7 +22,7 @@ def _parameters(source: str) -> list[str]:
     import libcst as cst
 
     from devlint.analysis.parameters import tensor_parameters
-    from devlint.facts import FileFacts
+    from devlint.semantic.facts import FileFacts
 
     module = cst.parse_module(source)
     func = next(node for node in module.body if isinstance(node, cst.FunctionDef))

@@ -1,4 +1,4 @@
-"""The pinned table of the buffers torch.nn's module classes register (`devlint.torch_buffers`)
+"""The pinned table of the buffers torch.nn's module classes register (`devlint.torchinfo.torch_buffers`)
 is what the installed torch registers."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from devlint import torch_buffers  # noqa: E402
+from devlint.torchinfo import torch_buffers
 from helpers import bench_script  # noqa: E402
 
 

@@ -1,12 +1,12 @@
 """The pinned table of which torch.nn module classes make parameters or buffers
-(`devlint.torch_nn_tensors`, read by DEV013) is what the installed torch builds."""
+(`devlint.torchinfo.torch_nn_tensors`, read by DEV013) is what the installed torch builds."""
 from __future__ import annotations
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from devlint import torch_nn_tensors  # noqa: E402
+from devlint.torchinfo import torch_nn_tensors
 from helpers import bench_script  # noqa: E402
 
 

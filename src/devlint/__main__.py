@@ -1,3 +1,3 @@
-from devlint.cli import main
+from devlint.frontends.cli import main
 
 raise SystemExit(main())

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.base import Analysis
+from devlint.api import Analysis
 
 FAKE_MODES = frozenset({"torch._subclasses.FakeTensorMode", "torch._subclasses.fake_tensor.FakeTensorMode"})
 

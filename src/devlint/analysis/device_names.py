@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint import syntax
-from devlint.analysis.base import Analysis
-from devlint.analysis.bindings import function_bindings, name_bound_at
+from devlint.core import syntax
+from devlint.api import Analysis
+from devlint.semantic.bindings import function_bindings, name_bound_at
 
 
 class DeviceNames(Analysis):

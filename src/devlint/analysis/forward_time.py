@@ -9,10 +9,10 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from devlint import syntax
-from devlint.analysis.base import Analysis
-from devlint.base import ClassFrame, FrameState, FunctionFrame
-from devlint.facts import ClassInfo
+from devlint.core import syntax
+from devlint.api import Analysis
+from devlint.api import ClassFrame, FrameState, FunctionFrame
+from devlint.semantic.facts import ClassInfo
 
 
 @dataclass

@@ -26,7 +26,8 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from devlint import names, syntax
+from devlint.core import syntax
+from devlint.torchinfo import names
 from devlint.analysis import values
 
 __all__ = ["host_copy", "host_end"]

@@ -1,5 +1,5 @@
 """What a module construction makes: whether `nn.Linear(...)`, `Block(...)` builds parameters or
-buffers, read from a table generated from torch (`devlint.torch_nn_tensors`) for `torch.nn`
+buffers, read from a table generated from torch (`devlint.torchinfo.torch_nn_tensors`) for `torch.nn`
 classes and from the class's `__init__` for the file's own. Shared by DEV013 and DEV015."""
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import syntax
-from devlint.analysis import bindings, values
-from devlint.base import UNSAFE, NodeFix
-from devlint.facts import ClassInfo
-from devlint.torch_nn_tensors import MAKES_TENSORS, TENSORS_OFF
+from devlint.core import syntax
+from devlint.analysis import values
+from devlint.semantic import bindings
+from devlint.api import UNSAFE, NodeFix
+from devlint.semantic.facts import ClassInfo
+from devlint.torchinfo.torch_nn_tensors import MAKES_TENSORS, TENSORS_OFF
 
 # A module moved by one of these keeps no CPU weights: `.to(x.device)`, `.cuda()`, `.to_empty(...)`.
 MOVES = frozenset({"to", "cuda", "to_empty", "xpu", "mps"})

@@ -6,10 +6,11 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from devlint import names, syntax
-from devlint.tensor_members import TENSOR_MEMBERS
+from devlint.core import syntax
+from devlint.torchinfo import names
+from devlint.torchinfo.tensor_members import TENSOR_MEMBERS
 from devlint.analysis import values
-from devlint.facts import FileFacts
+from devlint.semantic.facts import FileFacts
 
 
 def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False,

@@ -16,12 +16,13 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
-from devlint import names, syntax
+from devlint.core import syntax
+from devlint.torchinfo import names
 from devlint.analysis import round_trips, values
 from devlint.analysis.values import Placement, ValueModel
-from devlint.analysis.base import Analysis
-from devlint.base import FrameState
-from devlint.facts import ClassInfo
+from devlint.api import Analysis
+from devlint.api import FrameState
+from devlint.semantic.facts import ClassInfo
 
 
 @dataclass(eq=False)  # one scan a scope: compared (and hashed) by identity

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import syntax
+from devlint.core import syntax
 
 TEMPORARY_FOLDER_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
 

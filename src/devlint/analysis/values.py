@@ -7,7 +7,8 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from devlint import names, syntax
+from devlint.core import syntax
+from devlint.torchinfo import names
 
 PARAMETER_CLASSES = frozenset(
     {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}

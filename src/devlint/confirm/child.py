@@ -31,8 +31,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from devlint import names  # imports nothing but Python
-from devlint.confirm import INPUT_DTYPES, placement
+from devlint.torchinfo import names
+from devlint.confirm import placement
+from devlint.confirm.options import INPUT_DTYPES
 from devlint.confirm.lines import CLOCK, LineTracer, Progress
 
 PROGRESS = Progress(None)
@@ -808,10 +809,10 @@ def _built_for_device_then_moved_back(cls, kwargs, specs, rec: Recorder, max_par
 
 def watch_cuda_api() -> None:
     """Record each call the user's code makes to a `torch.cuda` function that raises without CUDA
-    (DEV011, the table pinned in devlint.cuda_api); the call then goes on as before (on the
+    (DEV011, the table pinned in devlint.torchinfo.cuda_api); the call then goes on as before (on the
     stand-in, play_the_gpu's answer). Classes (streams, events, legacy types) are left alone:
     they fail by themselves, and the failure is recorded with its line."""
-    from devlint import cuda_api  # imports nothing but Python
+    from devlint.torchinfo import cuda_api
 
     for qualified in cuda_api.RAISES_WITHOUT_CUDA:
         *path, attribute = qualified.split(".")[1:]

@@ -8,7 +8,7 @@ Two parts:
   dispatch anything (scaled_dot_product_attention, the RNNs and their cells).
 - `TABLE`: one entry per case (a name, a callable that builds the case on a given device, CUDA's
   verdict and message, where the verdict comes from). The same callable runs on the stand-in and,
-  where a GPU exists, on CUDA (`python -m devlint.confirm.placement`, and a test marked `cuda`).
+  where a GPU exists, on CUDA (`python -m devlint.confirm.placement_check`, and a test marked `cuda`).
 
 Where the verdicts and messages come from. None of this was run on a GPU: it is read from the
 torch sources and from the installed torch (2.13), and a GPU run is what confirms it.
@@ -537,32 +537,3 @@ def cuda_verdict(entry: Entry) -> tuple[str, str]:
     except Exception as exc:  # noqa: BLE001 - CUDA's answer
         return REJECTS, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return ACCEPTS, ""
-
-
-def report(rows_out=print) -> list[dict]:
-    """Every entry on the stand-in and, where a GPU is present, on CUDA; one printed row each."""
-    from devlint.confirm import child
-
-    on_cuda = torch.cuda.is_available()
-    rows = []
-    for entry in TABLE:
-        row = {"entry": entry.name, "table": entry.verdict}
-        row["stand_in"], row["stand_in_message"] = stand_in_verdict(entry, child)
-        if on_cuda:
-            row["cuda"], row["cuda_message"] = cuda_verdict(entry)
-        rows.append(row)
-        cells = [entry.name[:58].ljust(58), entry.verdict.ljust(8), row["stand_in"].ljust(8)]
-        if on_cuda:
-            cells += [row["cuda"].ljust(8), row["cuda_message"][:100]]
-        rows_out("  ".join(cells))
-    return rows
-
-
-if __name__ == "__main__":
-    header = ["entry".ljust(58), "table".ljust(8), "stand-in".ljust(8)]
-    if torch.cuda.is_available():
-        header += ["cuda".ljust(8), "CUDA's message"]
-    else:
-        header += ["(no GPU: CUDA not run)"]
-    print("  ".join(header))
-    report()

@@ -4,11 +4,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import edits, names, syntax
+from devlint.core import edits, syntax
+from devlint.torchinfo import names
 from devlint.analysis import round_trips
 from devlint.analysis.cuda_guards import CudaGuards
-from devlint.analysis.bindings import name_bound_at
-from devlint.base import SAFE, UNSAFE, NodeFix, Rule
+from devlint.semantic.bindings import name_bound_at
+from devlint.api import SAFE, UNSAFE, NodeFix, Rule
 
 
 class LoadWithoutMapLocation(Rule):

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint import edits, names, syntax
+from devlint.core import edits, syntax
+from devlint.torchinfo import names
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
-from devlint.base import UNSAFE, FrameState, NodeFix, Rule
+from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.analysis.host_ends import host_copy, host_end
 from devlint.analysis.parameters import not_a_tensor_here
 from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate

@@ -10,13 +10,14 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from devlint import names, syntax
+from devlint.core import syntax
+from devlint.torchinfo import names
 from devlint.analysis import values
 from devlint.analysis.parameters import (
     not_a_tensor_here,
     assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters,
 )
-from devlint.facts import ClassInfo, FileFacts
+from devlint.semantic.facts import ClassInfo, FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
 # Used as an index into a tensor: CUDA moves CPU indices to the indexed tensor's device.

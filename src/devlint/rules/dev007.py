@@ -7,13 +7,14 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import edits, names, syntax
-from devlint.analysis.bindings import name_bound_at
+from devlint.core import edits, syntax
+from devlint.torchinfo import names
+from devlint.semantic.bindings import name_bound_at
 from devlint.analysis.placements import (
     DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopePlacements, ScopeScan, cpu_evidence, placement_evidence,
 )
 from devlint.analysis.values import Placement
-from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
+from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
 
 EXPORTS = {  # function -> how it takes the module and the example inputs
     "torch.onnx.export": "args",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
-from devlint.base import SAFE, FrameState, NodeFix, Rule
+from devlint.api import SAFE, FrameState, NodeFix, Rule
 
 
 class NumpyOnDeviceTensor(Rule):

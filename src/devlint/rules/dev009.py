@@ -8,10 +8,11 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from devlint import names, syntax
-from devlint.analysis.bindings import name_bound_at
+from devlint.core import syntax
+from devlint.torchinfo import names
+from devlint.semantic.bindings import name_bound_at
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
-from devlint.base import UNSAFE, FrameState, NodeFix, Rule
+from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 
 MODULE, PARAMETER = "module", "parameter"
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

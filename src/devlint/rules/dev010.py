@@ -6,11 +6,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import names, syntax
+from devlint.core import syntax
+from devlint.torchinfo import names
 from devlint.analysis import values
 from devlint.analysis.parameters import tensor_parameters
-from devlint.base import SAFE, UNSAFE, FrameState, NodeFix, Rule
-from devlint.tensor_members import TENSOR_MEMBERS
+from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
+from devlint.torchinfo.tensor_members import TENSOR_MEMBERS
 
 MOVE_METHODS = frozenset({"to", "cuda", "cpu"})
 # Members a module has too: no evidence of a tensor for this rule (`model.to(d)` moves in place).

@@ -1,15 +1,16 @@
 """DEV011 cuda-only-api: a `torch.cuda` API that raises without CUDA, outside a CUDA guard.
 Doc: rules/DEV011.md; fixture: tests/fixtures/DEV011.py. What raises, and how, is the table
-derived from the CPU build of torch (`devlint.cuda_api`)."""
+derived from the CPU build of torch (`devlint.torchinfo.cuda_api`)."""
 from __future__ import annotations
 
 from typing import Optional
 
 import libcst as cst
 
-from devlint import cuda_api, syntax
+from devlint.core import syntax
+from devlint.torchinfo import cuda_api
 from devlint.analysis.cuda_guards import CudaGuards
-from devlint.base import UNSAFE, NodeFix, Rule
+from devlint.api import UNSAFE, NodeFix, Rule
 
 # `torch.cuda` functions and their `torch.accelerator` equivalents (torch 2.6). Those raise
 # without an accelerator too, so the fix calls them under `torch.accelerator.is_available()`,

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from devlint.findings import Edit, Finding, ParseError
+from devlint.core.findings import Edit, Finding, ParseError
 
 MAX_ROUNDS = 10
 

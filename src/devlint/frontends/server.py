@@ -30,9 +30,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from devlint import __version__
-from devlint.config import ConfigError, Settings, find_config, load_settings
-from devlint.findings import Edit, Finding, ParseError, file_error
-from devlint.incremental import ChunkParser
+from devlint.workspace.config import ConfigError, Settings, find_config, load_settings
+from devlint.core.findings import Edit, Finding, ParseError, file_error
+from devlint.engine.incremental import ChunkParser
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last change
 FIX_ALL = "source.fixAll.devlint"
@@ -174,9 +174,9 @@ class DevlintServer(LanguageServer):
         lint_path = path if path is not None else self.root() / "untitled.py"
         if path is not None and _excluded(path, settings):
             return Result(version, source, [], None, settings)
-        from devlint.linter import Linter
+        from devlint.workspace.linter import Linter
 
-        from devlint.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
+        from devlint.workspace.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
 
         parse = self.parsers.setdefault(uri, ChunkParser()).parse if uri in self.workspace.text_documents else None
         linter = Linter(settings, lint_path, parse=parse)
@@ -217,9 +217,9 @@ class DevlintServer(LanguageServer):
         """Lint a notebook's cells as one module, as `devlint check` does a `.ipynb` file (on the
         worker thread); with the `uri` of an open notebook, reparse only the statements that
         changed since its last check."""
-        from devlint import notebook
-        from devlint.linter import Linter
-        from devlint.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
+        from devlint.workspace import notebook
+        from devlint.workspace.linter import Linter
+        from devlint.workspace.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
 
         settings = self.settings_for(path)
         if isinstance(settings, ConfigError):
@@ -312,8 +312,8 @@ class DevlintServer(LanguageServer):
 
     def fix_all_notebook(self, uri: str, result: NotebookResult) -> Optional[types.CodeAction]:
         """`devlint --fix` on the notebook's cells: one edit on each cell it changes."""
-        from devlint import notebook
-        from devlint.linter import Linter
+        from devlint.workspace import notebook
+        from devlint.workspace.linter import Linter
 
         unsafe = result.settings.unsafe_fixes
         nb = notebook.join([(c.number, c.source) for c in result.cells])
@@ -363,7 +363,7 @@ class DevlintServer(LanguageServer):
                    ) -> types.Diagnostic:
         """`document_of(cell)`: the URI and lines of the document a related location is in
         (the cell's, in a notebook); a related location with none is left out."""
-        from devlint.output import rule_url
+        from devlint.frontends.output import rule_url
 
         related = []
         for r in f.related:
@@ -454,7 +454,7 @@ class DevlintServer(LanguageServer):
     def fix_all(self, uri: str, result: Result) -> Optional[types.CodeAction]:
         """`devlint --fix` on the buffer (with unsafe fixes when the configuration asks for them),
         as one edit over the span that changes."""
-        from devlint.linter import Linter
+        from devlint.workspace.linter import Linter
 
         unsafe = result.settings.unsafe_fixes
         try:
@@ -507,7 +507,7 @@ def _is_under(path: Path, folder: Path) -> bool:
 
 def _excluded(path: Path, settings: Settings) -> bool:
     """Excluded by [tool.devlint] `exclude`, as the pre-commit hooks (`--force-exclude`) see it."""
-    from devlint.runner import _excluded_with_parents
+    from devlint.workspace.runner import _excluded_with_parents
 
     return _excluded_with_parents(path, settings)
 

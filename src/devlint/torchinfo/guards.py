@@ -5,7 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint import syntax
+from devlint.core import syntax
 
 AVAILABILITY = "availability"  # CUDA availability or a device choice (`use_gpu`, `device == "cpu"`)
 PLACEMENT = "placement"  # a tensor's own placement (`x.is_cuda`, `x.device.type == "cuda"`, `x.get_device() >= 0`)

@@ -1,20 +1,20 @@
-"""What a rule is and what it sees: `Rule`, the fix it proposes (`NodeFix`), and the traversal
-`Context` (where the traversal is, the file's facts, the analyses the rules asked for)."""
+"""What a rule and an analysis are and what they see: `Rule`, the fix it proposes (`NodeFix`),
+`Analysis` (what several rules need to know about a file, computed once), and the traversal
+`Context` (where the traversal is, the file's facts, the analyses the rules asked for). The
+contract between the engine, which walks a file, and the analyses and rules, which it runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Generic, NamedTuple, Optional, Sequence, TypeVar
+from typing import Callable, ClassVar, Generic, NamedTuple, Optional, Sequence, TypeVar
 
 import libcst as cst
 
-from devlint import syntax
-from devlint.facts import ClassInfo, FileFacts
-from devlint.findings import SAFE, UNSAFE
+from devlint.core import syntax
+from devlint.semantic.facts import ClassInfo, FileFacts
+from devlint.core.findings import SAFE, UNSAFE
 
-if TYPE_CHECKING:
-    from devlint.analysis.base import Analysis
-
-__all__ = ["SAFE", "UNSAFE", "NodeFix", "ClassFrame", "FunctionFrame", "Context", "Rule", "FrameState"]
+__all__ = ["SAFE", "UNSAFE", "NodeFix", "ClassFrame", "FunctionFrame", "Context", "Rule", "FrameState", "Analysis",
+           "in_dependency_order"]
 
 A = TypeVar("A", bound="Analysis")
 S = TypeVar("S")
@@ -164,3 +164,30 @@ class Rule:
         if cls.fixes == "never":
             return "not available"
         return f"{cls.fixes} available ({' or '.join(cls.applicabilities)})"
+
+
+class Analysis:
+    """Facts about one file that rules share. `requires`: the analyses this one asks."""
+
+    requires: ClassVar[tuple[type["Analysis"], ...]] = ()
+
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
+        self.facts = ctx.facts
+
+
+def in_dependency_order(roots) -> list[type[Analysis]]:
+    """Every analysis that `roots` (rules or analyses) require, transitively, each after those it requires."""
+    ordered: list[type[Analysis]] = []
+    for root in roots:
+        for required in root.requires:
+            _add(required, ordered)
+    return ordered
+
+
+def _add(analysis: type[Analysis], ordered: list[type[Analysis]]) -> None:
+    if analysis in ordered:
+        return
+    for required in analysis.requires:
+        _add(required, ordered)
+    ordered.append(analysis)

@@ -8,7 +8,7 @@ from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
-from devlint.findings import CELL_MARKER
+from devlint.core.findings import CELL_MARKER
 
 CUDA_LITERAL = re.compile(r"cuda(:\d+)?")
 DEVICE_LITERAL = re.compile(r"(cuda|cpu|mps|xpu|xla|meta|hpu|npu)(:\d+)?")

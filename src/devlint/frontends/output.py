@@ -7,14 +7,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from devlint.findings import Finding
+from devlint.core.findings import Finding
 from devlint.rules import NAMES
-from devlint.runner import FileReport
+from devlint.workspace.runner import FileReport
 
 
 def rule_url(code: str) -> str:
     """The `file://` URI of the rule's doc shipped with devlint, which exists wherever it runs."""
-    from devlint import docs
+    from devlint.frontends import docs
 
     return Path(str(docs.doc_path(code))).resolve().as_uri()
 
@@ -289,7 +289,8 @@ def write_github(reports: Sequence[FileReport], out: TextIO) -> None:
 
 def sarif(reports: Sequence[FileReport]) -> dict:
     """A SARIF 2.1.0 log: one run, a `tool.driver.rules` entry per rule, fixes as artifactChanges."""
-    from devlint import __version__, docs
+    from devlint import __version__
+    from devlint.frontends import docs
     from devlint.rules import ALL_RULES
 
     rules, index = [], {}

@@ -15,9 +15,10 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from devlint import guards, names, syntax
-from devlint.torch_buffers import TORCH_MODULE_BUFFERS
-from devlint.analysis import bindings
+from devlint.core import syntax
+from devlint.torchinfo import guards, names
+from devlint.torchinfo.torch_buffers import TORCH_MODULE_BUFFERS
+from devlint.semantic import bindings
 
 @dataclass
 class ClassInfo:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from devlint.runner import FileReport, check_file
+from devlint.workspace.runner import FileReport, check_file
 
 
 @dataclass(frozen=True)

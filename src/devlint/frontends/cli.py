@@ -39,7 +39,7 @@ def _add_selection_options(p, extend: bool = False) -> None:
 
 
 def _target_torch(value: str) -> tuple[int, int]:
-    from devlint.config import ConfigError, parse_target_torch
+    from devlint.workspace.config import ConfigError, parse_target_torch
 
     try:
         return parse_target_torch(value, "--target-torch")
@@ -264,9 +264,9 @@ def _main(argv: list[str]) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from devlint import output
-    from devlint.config import ConfigError
-    from devlint.runner import FileReport, add_noqa_to_file, check_data, check_files, discover
+    from devlint.frontends import output
+    from devlint.workspace.config import ConfigError
+    from devlint.workspace.runner import FileReport, add_noqa_to_file, check_data, check_files, discover
 
     if args.statistics and args.output_format not in output.STATISTICS_FORMATS:
         print(f"devlint: error: --statistics has no {args.output_format} form: use --output-format "
@@ -297,7 +297,7 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     def recorded(path: Path):
-        from devlint.baseline import file_key
+        from devlint.workspace.baseline import file_key
 
         return baseline.recorded(file_key(path, settings)) if baseline is not None else None
 
@@ -328,7 +328,7 @@ def run_check(args: argparse.Namespace) -> int:
         report = check_data(data, stdin_path, settings, display, mode, recorded(stdin_path))
         reports.append(report)
         if baseline is not None and report.findings and mode is None:
-            from devlint.runner import SourceError, decode
+            from devlint.workspace.runner import SourceError, decode
 
             try:
                 stdin_text = decode(data)[0]
@@ -358,9 +358,9 @@ def run_check(args: argparse.Namespace) -> int:
     if args.update_baseline:
         return _update_baseline(baseline, args, settings, reports, stdin_text, missing)
     if baseline is not None and mode is None:
-        from devlint.baseline import apply
+        from devlint.workspace.runner import apply_baseline
 
-        apply(baseline, reports, settings, stdin_text)
+        apply_baseline(baseline, reports, settings, stdin_text)
     baselined = sum(r.baselined for r in reports)
     findings, errors = output.count(reports)
     summary = not args.quiet
@@ -411,7 +411,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _load_baseline(args: argparse.Namespace, settings):
     """The baseline --baseline or `baseline` in [tool.devlint] names, or None. Raises ValueError."""
-    from devlint.baseline import Baseline, BaselineError
+    from devlint.workspace.baseline import Baseline, BaselineError
 
     path = args.baseline if args.baseline is not None else settings.baseline
     if path is None:
@@ -433,8 +433,8 @@ def _load_baseline(args: argparse.Namespace, settings):
 
 def _update_baseline(old, args, settings, reports, stdin_text, missing: bool) -> int:
     """--update-baseline: record what `reports` found; a path that cannot be checked writes nothing."""
-    from devlint import output
-    from devlint.baseline import update
+    from devlint.frontends import output
+    from devlint.workspace.runner import update_baseline
 
     for report in reports:
         if report.error:
@@ -442,7 +442,7 @@ def _update_baseline(old, args, settings, reports, stdin_text, missing: bool) ->
     if missing:
         print(f"devlint: error: the baseline file {old.path} was not written", file=sys.stderr)
         return EXIT_ERROR
-    new = update(old, old.path, reports, settings, stdin_text)
+    new = update_baseline(old, old.path, reports, settings, stdin_text)
     try:
         new.write()
     except OSError as exc:
@@ -459,7 +459,7 @@ def _update_baseline(old, args, settings, reports, stdin_text, missing: bool) ->
 def _settings(args: argparse.Namespace, start: Path, cwd: Path):
     """`[tool.devlint]` from --config, or from the nearest pyproject.toml above `start` (then the
     current directory), with the command line's rule selection on top. Raises ConfigError."""
-    from devlint.config import Selection, check_selectors, find_config, load_settings, split_codes
+    from devlint.workspace.config import Selection, check_selectors, find_config, load_settings, split_codes
 
     if args.isolated:
         config_file = None
@@ -520,7 +520,7 @@ def _display(path: Path, cwd: Path) -> str:
 
 
 def run_rule(args: argparse.Namespace) -> int:
-    from devlint import docs
+    from devlint.frontends import docs
     from devlint.rules import ALL_RULES, BY_CODE
 
     if args.all:
@@ -546,8 +546,8 @@ def run_rule(args: argparse.Namespace) -> int:
 
 
 def _rule_record(rule) -> dict:
-    from devlint import docs
-    from devlint.output import rule_url
+    from devlint.frontends import docs
+    from devlint.frontends.output import rule_url
 
     return {
         "code": rule.code, "name": rule.name, "summary": rule.summary,
@@ -571,10 +571,10 @@ def _input_dtype(value, where: str) -> str:
 
 
 def run_confirm(args: argparse.Namespace) -> int:
-    from devlint import output
-    from devlint.config import ConfigError
+    from devlint.frontends import output
+    from devlint.workspace.config import ConfigError
     from devlint.confirm import STATUSES, Options, confirm_findings, selectable_classes
-    from devlint.runner import FileReport, SourceError, check_file, decode, discover
+    from devlint.workspace.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
     targets = _targets(args.paths)
@@ -692,10 +692,10 @@ def _configured_classes(table: dict) -> dict:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from devlint.config import ConfigError
+    from devlint.workspace.config import ConfigError
     from devlint.confirm import selectable_classes
     from devlint.confirm.export import STATUSES, ExportOptions, export_file, text_lines
-    from devlint.runner import SourceError, check_file, decode, discover
+    from devlint.workspace.runner import SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
     targets = _targets(args.paths)
@@ -796,9 +796,9 @@ def _confirm_files(work, confirm_findings, decode, jobs: int) -> dict:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from devlint import output
-    from devlint.config import ConfigError
-    from devlint.explain import InputError, explain, read_input
+    from devlint.frontends import output
+    from devlint.workspace.config import ConfigError
+    from devlint.frontends.explain import InputError, explain, read_input
     from devlint.rules import BY_CODE
 
     cwd = Path.cwd()
@@ -864,7 +864,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def run_server(args: argparse.Namespace) -> int:
     try:
-        from devlint.server import serve
+        from devlint.frontends.server import serve
     except ImportError as exc:
         print(f"devlint server: error: {exc}; install the server extra: pip install 'devlint[server]'", file=sys.stderr)
         return EXIT_ERROR

@@ -132,7 +132,7 @@ def _chunk_texts(source: str) -> Optional[list[str]]:
     """The texts of the module-level statements: from each one's first line to the line
     before the next one's (statements sharing a line stay together); None where `ast`
     rejects the source."""
-    from devlint.positions import module_body
+    from devlint.core.positions import module_body
 
     try:
         body = module_body(source)

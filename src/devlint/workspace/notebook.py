@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from devlint.findings import CELL_MARKER, Edit, Finding, Fix, ParseError, file_error
+from devlint.core.findings import CELL_MARKER, Edit, Finding, Fix, ParseError, file_error
 
 SUFFIX = ".ipynb"
 PLACEHOLDER = "pass  # devlint: magic"
@@ -329,8 +329,8 @@ def _lines(text: str) -> list[str]:
 def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[str], baseline=None):
     """runner.check_data for a notebook. `baseline` as for a `.py` file: the recorded findings,
     which fixing leaves alone (a recorded line's text is the same in the joined module)."""
-    from devlint.linter import Linter
-    from devlint.runner import FileReport
+    from devlint.workspace.linter import Linter
+    from devlint.workspace.files import FileReport
 
     report = FileReport(path, display)
     try:
@@ -398,8 +398,8 @@ def check_cells(nb: Notebook, linter) -> list[Finding]:
 def add_noqa(data: bytes, path: Path, settings, baseline=None) -> tuple[Optional[bytes], int, Optional[str]]:
     """(new bytes or None, lines changed, problem) for `--add-noqa` on a notebook, but for the
     findings `baseline` records."""
-    from devlint import noqa
-    from devlint.linter import Linter
+    from devlint.workspace import noqa
+    from devlint.workspace.linter import Linter
 
     try:
         nb = read(data)
@@ -407,7 +407,7 @@ def add_noqa(data: bytes, path: Path, settings, baseline=None) -> tuple[Optional
             return None, 0, None
         findings = Linter(settings, path).check(nb.module)
         if baseline:
-            from devlint.baseline import hide
+            from devlint.workspace.baseline import hide
 
             findings = hide(findings, nb.module, baseline)[0]
         module, count = noqa.add_noqa(nb.module, findings)

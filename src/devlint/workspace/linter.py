@@ -10,16 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from devlint import noqa
-from devlint.config import Settings, most_specific
-from devlint.findings import Finding
+from devlint.workspace import noqa
+from devlint.workspace.config import Settings, most_specific
+from devlint.core.findings import Finding
 
 if TYPE_CHECKING:
     from collections import Counter
 
     import libcst
 
-    from devlint.fixer import FixResult
+    from devlint.engine.fixer import FixResult
 
 
 class Linter:
@@ -51,11 +51,11 @@ class Linter:
         """Apply the fixes (safe ones; unsafe ones too when asked) in rounds; see `fixer`.
         Findings the `baseline` records for this file are, like `# noqa` ones, neither fixed nor
         reported; the result counts them (`baselined`, `baselined_before`)."""
-        from devlint import fixer
+        from devlint.engine import fixer
 
         if baseline is None:
             return fixer.fix_text(source, self.check, unsafe, findings)
-        from devlint.baseline import hide
+        from devlint.workspace.baseline import hide
 
         hidden: dict[str, int] = {}
 

@@ -17,7 +17,7 @@ def _doc_dir():
     packaged = resources.files("devlint") / "_rules"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "rules"
+    return Path(__file__).resolve().parents[3] / "rules"
 
 
 def doc_path(code: str):

@@ -22,9 +22,9 @@ class Plugin:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from devlint.config import ConfigError
-        from devlint.findings import ParseError
-        from devlint.linter import Linter
+        from devlint.workspace.config import ConfigError
+        from devlint.core.findings import ParseError
+        from devlint.workspace.linter import Linter
 
         path = Path(self.filename)
         settings = _settings(path.parent.resolve())
@@ -42,7 +42,7 @@ class Plugin:
 @lru_cache(maxsize=None)
 def _settings(directory: Path):
     """The settings for the files of `directory`, or the ConfigError that keeps them from loading."""
-    from devlint.config import ConfigError, find_config, load_settings
+    from devlint.workspace.config import ConfigError, find_config, load_settings
 
     try:
         return load_settings(find_config(directory), directory)

@@ -28,7 +28,7 @@ from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
-from devlint import syntax
+from devlint.core import syntax
 
 __all__ = ["name_bound_at", "function_bindings"]
 

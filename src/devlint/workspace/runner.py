@@ -4,72 +4,23 @@ from __future__ import annotations
 import difflib
 import gc
 import hashlib
-import io
 import json
 import os
-import stat
-import tempfile
-import tokenize
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from collections import Counter
+from typing import Iterator, Optional, Sequence, Union
 
-from devlint import noqa
-from devlint.config import Settings
-from devlint.findings import Edit, Finding, Fix, ParseError, Related, file_error
-from devlint.linter import Linter
-from devlint.notebook import is_notebook
-from devlint.paths import is_checked_name, named_file_problem
-from devlint.paths import read_problem as _read_problem
-
-
-@dataclass
-class FileReport:
-    path: Path
-    display: str  # the path as the user should see it
-    findings: list[Finding] = field(default_factory=list)  # what remains
-    error: Optional[Finding] = None  # why the file could not be checked (or fixed): a file error
-    fixed: list[Finding] = field(default_factory=list)
-    diff: str = ""
-    new_data: Optional[bytes] = None  # the fixed file, when fixes changed it
-    unfixed: list[Finding] = field(default_factory=list)  # the findings before the fixes
-    baselined: int = 0  # findings a baseline hid
-    unfixed_baselined: int = 0  # and before the fixes
-
-    @property
-    def diagnostics(self) -> list[Finding]:
-        """What to show for the file: its file error first, then its findings."""
-        return [self.error, *self.findings] if self.error is not None else self.findings
-
-    def fail(self, message: str, row: int = 1, column: int = 1) -> "FileReport":
-        self.error = file_error(message, row, column)
-        return self
-
-
-class SourceError(Exception):
-    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
-        super().__init__(message)
-        self.row, self.column = row, column
-
-
-def decode(data: bytes) -> tuple[str, str]:
-    """Source bytes to (text, encoding), honouring a BOM and a PEP 263 coding cookie."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        if "invalid or missing encoding declaration" in str(exc):
-            encoding = "utf-8"  # no cookie, and the first lines are not UTF-8: say where
-        else:
-            raise SourceError(str(exc)) from None
-    try:
-        return data.decode(encoding), encoding
-    except UnicodeDecodeError as exc:
-        name = "UTF-8" if encoding.startswith("utf-8") else encoding
-        row = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - data.rfind(b"\n", 0, exc.start)  # in bytes, 1-based
-        raise SourceError(f"not valid {name}: byte 0x{data[exc.start]:02x} (offset {exc.start})", row, column) from None
-    except LookupError:
-        raise SourceError(f"unknown encoding: {encoding}") from None
+from devlint.workspace import noqa
+from devlint.workspace.config import Settings
+from devlint.core.findings import Edit, Finding, Fix, ParseError, Related
+from devlint.workspace import notebook
+from devlint.workspace.baseline import Baseline, file_key, hide, line_keys, updated
+from devlint.workspace.files import FileReport, SourceError, decode, write_atomically  # noqa: F401 (re-exported)
+from devlint.workspace.linter import Linter
+from devlint.workspace.notebook import is_notebook
+from devlint.workspace.paths import is_checked_name, named_file_problem
+from devlint.workspace.paths import read_problem as _read_problem
 
 
 def check_file(path: Path, settings: Settings, display: Optional[str] = None, fix: Optional[str] = None,
@@ -164,8 +115,6 @@ def _on_a_deep_stack(function, *args):
 def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[str], fix: Optional[str],
                 baseline=None) -> FileReport:
     if is_notebook(path):
-        from devlint import notebook
-
         return notebook.check_data(data, path, settings, display or str(path), fix, baseline)
     report = FileReport(path, display or str(path))
     try:
@@ -214,8 +163,6 @@ def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int
     except (SourceError, ParseError) as exc:
         return 0, getattr(exc, "message", str(exc))
     if baseline:
-        from devlint.baseline import hide
-
         findings = hide(findings, source, baseline)[0]
     new_source, changed = noqa.add_noqa(source, findings)
     if not changed:
@@ -225,44 +172,11 @@ def add_noqa_to_file(path: Path, settings: Settings, baseline=None) -> tuple[int
 
 
 def _add_noqa_to_notebook(path: Path, data: bytes, settings: Settings, baseline=None) -> tuple[int, Optional[str]]:
-    from devlint import notebook
-
     new_data, changed, problem = notebook.add_noqa(data, path, settings, baseline)
     if new_data is None:
         return 0, problem
     problem = write_atomically(path, new_data, data)
     return (0, problem) if problem else (changed, None)
-
-
-def write_atomically(path: Path, data: bytes, original: bytes) -> Optional[str]:
-    """Replace `path` by `data` through a temporary file and a rename, keeping its mode bits.
-
-    Refuses when the file is read-only or changed on disk since it was read.
-    """
-    target = path.resolve()  # write through a symlink, do not replace it
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-        if not mode & stat.S_IWUSR:
-            return "fixes not applied: the file is read-only"
-        if target.read_bytes() != original:
-            return "fixes not applied: the file changed on disk while devlint was fixing it"
-    except OSError as exc:
-        return f"fixes not applied: {exc.strerror or exc}"
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".devlint")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except OSError as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        return f"fixes not applied: cannot write ({exc.strerror or exc})"
-    return None
 
 
 def discover(
@@ -360,8 +274,6 @@ def check_files(
 def _recorded(baseline, path: Path, settings: Settings, fix: Optional[str]):
     if baseline is None or fix is None:
         return None
-    from devlint.baseline import file_key
-
     return baseline.recorded(file_key(path, settings))
 
 
@@ -466,7 +378,7 @@ def _code_fingerprint() -> str:
     """Which devlint made a cached record: the size and modification time of each of its source
     files (a few stat calls), so a changed rule in a checkout or an editable install is never
     answered from records of the code before it."""
-    package = Path(__file__).parent
+    package = Path(__file__).resolve().parents[1]  # the whole devlint package
     stamps = sorted(
         f"{p.relative_to(package)}:{s.st_size}:{s.st_mtime_ns}" for p in package.rglob("*.py") for s in [p.stat()]
     )
@@ -483,3 +395,43 @@ def _finding_from(data: dict) -> Finding:
         fix = Fix(fix["applicability"], fix["message"], tuple(Edit(**e) for e in fix["edits"]))
     related = tuple(Related(**r) for r in data.pop("related", ()))
     return Finding(**data, fix=fix, related=related)
+
+
+# --- a run's reports -----------------------------------------------------------------------------
+def _source(report, stdin_text: Optional[str]) -> Union[str, dict[int, str], None]:
+    """The text a report's findings point into: standard input's, or the file's as it is now;
+    for a notebook, its code cells' sources by cell number."""
+    try:
+        if notebook.is_notebook(report.path):
+            data = stdin_text.encode("utf-8") if stdin_text is not None else report.path.read_bytes()
+            return notebook.cell_sources(data)
+        if stdin_text is not None:
+            return stdin_text
+        return decode(report.path.read_bytes())[0]
+    except (OSError, SourceError, notebook.NotebookError):
+        return None
+
+
+def apply_baseline(baseline, reports: Sequence, settings, stdin_text: Optional[str] = None) -> None:
+    """Hide the recorded findings from plain-check reports (fixing runs hide them as they fix)."""
+    for report in reports:
+        if not report.findings:
+            continue
+        recorded = baseline.recorded(file_key(report.path, settings))
+        source = _source(report, stdin_text) if recorded else None
+        if source is not None:
+            report.findings, report.baselined = hide(report.findings, source, recorded)
+
+
+def update_baseline(old, path: Path, reports: Sequence, settings, stdin_text: Optional[str] = None) -> Baseline:
+    """The baseline recording what the plain-check `reports` found."""
+    checked: dict = {}
+    for report in reports:
+        key = file_key(report.path, settings)
+        source = _source(report, stdin_text) if report.findings and report.error is None else ""
+        if report.error is not None or source is None:
+            checked[key] = None
+        else:
+            codes = {rule.code for rule in Linter(settings, report.path).rules}
+            checked[key] = (Counter(line_keys(report.findings, source)), codes)
+    return updated(old, path, checked, settings.root)
