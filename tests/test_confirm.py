@@ -400,11 +400,11 @@ def test_real_cuda_agrees_with_the_stand_in(tmp_path):
 
 def test_the_child_watches_every_call_the_static_rules_know():
     from devlint.torchinfo import names
-    from devlint.confirm import child
+    from devlint.confirm import recorders
 
     def torch_objects(qualified):
         return {getattr(torch, name.split(".", 1)[1]) for name in qualified}
 
-    assert child.LEGACY == torch_objects(names.LEGACY_CONSTRUCTORS)
-    assert {torch.BFloat16Tensor, torch.CharTensor, torch.ShortTensor} <= child.LEGACY
-    assert child.FACTORIES == torch_objects(names.FACTORIES | {names.AS_TENSOR, names.FROM_NUMPY})
+    assert recorders.LEGACY == torch_objects(names.LEGACY_CONSTRUCTORS)
+    assert {torch.BFloat16Tensor, torch.CharTensor, torch.ShortTensor} <= recorders.LEGACY
+    assert recorders.FACTORIES == torch_objects(names.FACTORIES | {names.AS_TENSOR, names.FROM_NUMPY})

@@ -207,7 +207,7 @@ def test_auto_leaves_a_large_module_to_the_data_less_stand_in(tmp_path):
 def test_value_tensors_behave_as_device_tensors():
     """In-process: the wrapper reports the stand-in device, keeps parameter values through
     model.to(), and hands data back to the host only where CUDA would."""
-    from devlint.confirm.child import STAND_IN, DispatchRecorder, FunctionRecorder, Recorder
+    from devlint.confirm.recorders import STAND_IN, DispatchRecorder, FunctionRecorder, Recorder
     from devlint.confirm.values import ValueTensor, value_run
 
     torch.manual_seed(0)

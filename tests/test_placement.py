@@ -8,14 +8,14 @@ from helpers import devlint
 
 torch = pytest.importorskip("torch")
 
-from devlint.confirm import child, placement
+from devlint.confirm import placement, recorders
 
 HEADER = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\n\n"
 
 
 @pytest.mark.parametrize("entry", placement.TABLE, ids=[e.name for e in placement.TABLE])
 def test_every_entry_on_the_stand_in_gives_the_tables_verdict(entry):
-    verdict, message = placement.stand_in_verdict(entry, child)
+    verdict, message = placement.stand_in_verdict(entry, recorders)
     assert verdict == entry.verdict, message
     if entry.verdict == placement.REJECTS:
         assert message == entry.message
@@ -200,7 +200,7 @@ def test_every_entry_on_real_cuda_agrees_with_the_table_and_the_stand_in(capsys)
     rows, disagreements = [], []
     for entry in placement.TABLE:
         real, real_message = placement.cuda_verdict(entry)
-        stand_in, stand_in_message = placement.stand_in_verdict(entry, child)
+        stand_in, stand_in_message = placement.stand_in_verdict(entry, recorders)
         rows.append(f"{entry.name[:58]:58}  table={entry.verdict:8} stand-in={stand_in:8} cuda={real:8} {real_message[:90]}")
         words = lambda text: " ".join(text.split()[:6])
         if real != entry.verdict or stand_in != entry.verdict or stand_in_message != entry.message or (

@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from devlint.confirm.child import (
+from devlint.confirm.inputs import (
     constructible, import_user_file, input_guesses, make_inputs, module_classes, user_frame_row,
 )
 

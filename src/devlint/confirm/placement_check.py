@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from devlint.confirm import child
+from devlint.confirm import recorders
 from devlint.confirm.placement import TABLE, cuda_verdict, stand_in_verdict
 
 
@@ -15,7 +15,7 @@ def report(rows_out=print) -> list[dict]:
     rows = []
     for entry in TABLE:
         row = {"entry": entry.name, "table": entry.verdict}
-        row["stand_in"], row["stand_in_message"] = stand_in_verdict(entry, child)
+        row["stand_in"], row["stand_in_message"] = stand_in_verdict(entry, recorders)
         if on_cuda:
             row["cuda"], row["cuda_message"] = cuda_verdict(entry)
         rows.append(row)
