@@ -27,7 +27,7 @@ DOCS = REPO / "docs" / "explain.md"
 DOCS_START, DOCS_END = "<!-- kinds: from bench/torch_messages.py -->", "<!-- end of kinds -->"
 sys.path.insert(0, str(REPO / "src"))
 
-from devlint.frontends.explain import KINDS, kinds_of  # noqa: E402
+from devlint.frontends.error_kinds import KINDS, kinds_of  # noqa: E402
 
 # A string names a device when it holds one of these words.
 DEVICE_WORD = re.compile(r"\b(devices?|cuda|CUDA|GPUs?|mps|MPS|xpu|XPU|accelerators?|map_location|pin_memory|pinned"

@@ -88,7 +88,7 @@ PASTED_KINDS = [
 
 
 def test_every_kind_has_a_pasted_text():
-    from devlint.frontends.explain import KINDS
+    from devlint.frontends.error_kinds import KINDS
     assert set(PASTED_KINDS) == {kind.id for kind in KINDS}
 
 
@@ -333,7 +333,7 @@ Traceback (most recent call last):
 
 
 def test_each_error_a_rule_doc_names_is_recognised_and_lists_that_rule():
-    from devlint.frontends.explain import KINDS
+    from devlint.frontends.error_kinds import KINDS
 
     for doc in sorted((ROOT / "rules").glob("DEV*.md")):
         why = doc.read_text().split("## Why is this bad?")[1].split("\n## ")[0]

@@ -32,12 +32,12 @@ def test_every_message_is_recognised_as_the_kind_the_table_says():
 
 
 def test_every_kind_recognises_a_message_of_the_table():
-    from devlint.frontends.explain import KINDS
+    from devlint.frontends.error_kinds import KINDS
     assert {row[1] for row in TABLE} == {kind.id for kind in KINDS}
 
 
 def test_each_kind_names_rules_or_where_to_look():
-    from devlint.frontends.explain import KINDS
+    from devlint.frontends.error_kinds import KINDS
     from devlint.rules import BY_CODE
     for kind in KINDS:
         assert all(code in BY_CODE for code in kind.rules), kind.id
@@ -46,7 +46,7 @@ def test_each_kind_names_rules_or_where_to_look():
 
 
 def test_export_and_compile_messages_point_at_devlint_export():
-    from devlint.frontends.explain import kinds_of
+    from devlint.frontends.error_kinds import kinds_of
     # Two devices meeting while exporting or compiling: the tensor the model's code made on the
     # wrong device is what `devlint export` finds.
     raised = [row for row in TABLE if row[2].startswith(EXPORT_AND_COMPILE) and row[0] in ("two-devices", "fake-tensor")]
@@ -59,6 +59,6 @@ def test_export_and_compile_messages_point_at_devlint_export():
 def test_the_docs_list_every_kind_with_its_count():
     docs = messages.DOCS.read_text()
     assert messages.docs_with(messages.kinds_section(VERSION, TABLE), docs) == docs
-    from devlint.frontends.explain import KINDS
+    from devlint.frontends.error_kinds import KINDS
     listed = re.findall(r"^\| `([\w-]+)` \|", docs, re.M)
     assert listed == [kind.id for kind in KINDS]
