@@ -288,8 +288,8 @@ def edited(text: str, run: int) -> str:
 def engine_times(path: Path, text: str, runs: int, reuse: bool) -> tuple[list[float], list[float]]:
     """(wall, CPU) seconds of the server's check of each edit, in this process: with the chunks
     of the previous text reused (as the server does) or a whole-file parse each time."""
-    from devlint.workspace.config import find_config, load_settings
     from devlint.engine.incremental import ChunkParser
+    from devlint.workspace.config import find_config, load_settings
     from devlint.workspace.linter import Linter
 
     settings = load_settings(find_config(path.parent), path.parent, start=path)

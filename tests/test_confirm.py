@@ -399,8 +399,8 @@ def test_real_cuda_agrees_with_the_stand_in(tmp_path):
 
 
 def test_the_child_watches_every_call_the_static_rules_know():
-    from devlint.torchinfo import names
     from devlint.confirm import recorders
+    from devlint.torchinfo import names
 
     def torch_objects(qualified):
         return {getattr(torch, name.split(".", 1)[1]) for name in qualified}

@@ -6,9 +6,9 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint import engine
+from devlint.api import Analysis
 from devlint.core import syntax
 from devlint.core.positions import statement_positions
-from devlint.api import Analysis
 from devlint.rules import ALL_RULES, BY_CODE, NAMES
 from helpers import lint
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from devlint.workspace.config import Selection, Settings
 from devlint.engine.incremental import ChunkParser
+from devlint.workspace.config import Selection, Settings
 from devlint.workspace.linter import Linter
 
 from helpers import ROOT, fixture_target

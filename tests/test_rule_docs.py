@@ -8,9 +8,9 @@ import pytest
 
 from devlint.engine import fixer
 from devlint.frontends import docs
+from devlint.rules import ALL_RULES
 from devlint.workspace.config import Settings
 from devlint.workspace.linter import Linter
-from devlint.rules import ALL_RULES
 from expectations import expected_findings, mismatches
 from helpers import lint
 

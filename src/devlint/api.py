@@ -10,8 +10,8 @@ from typing import Callable, ClassVar, Generic, NamedTuple, Optional, Sequence, 
 import libcst as cst
 
 from devlint.core import syntax
-from devlint.semantic.facts import ClassInfo, FileFacts
 from devlint.core.findings import SAFE, UNSAFE
+from devlint.semantic.facts import ClassInfo, FileFacts
 
 __all__ = ["SAFE", "UNSAFE", "NodeFix", "ClassFrame", "FunctionFrame", "Context", "Rule", "FrameState", "Analysis",
            "in_dependency_order"]

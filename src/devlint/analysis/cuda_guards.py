@@ -5,9 +5,9 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.api import Analysis
 from devlint.core import syntax
 from devlint.torchinfo import guards
-from devlint.api import Analysis
 
 
 class CudaGuards(Analysis):

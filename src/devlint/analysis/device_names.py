@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.api import Analysis
+from devlint.core import syntax
 from devlint.semantic.bindings import function_bindings, name_bound_at
 
 

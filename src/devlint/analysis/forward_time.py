@@ -9,9 +9,9 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.api import Analysis
 from devlint.api import ClassFrame, FrameState, FunctionFrame
+from devlint.core import syntax
 from devlint.semantic.facts import ClassInfo
 
 

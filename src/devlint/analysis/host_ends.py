@@ -26,9 +26,9 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
-from devlint.analysis import values
 
 __all__ = ["host_copy", "host_end"]
 

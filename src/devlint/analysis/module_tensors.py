@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.analysis import values
-from devlint.semantic import bindings
 from devlint.api import UNSAFE, NodeFix
+from devlint.core import syntax
+from devlint.semantic import bindings
 from devlint.semantic.facts import ClassInfo
 from devlint.torchinfo.torch_nn_tensors import MAKES_TENSORS, TENSORS_OFF
 

@@ -6,11 +6,11 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from devlint.analysis import values
 from devlint.core import syntax
+from devlint.semantic.facts import FileFacts
 from devlint.torchinfo import names
 from devlint.torchinfo.tensor_members import TENSOR_MEMBERS
-from devlint.analysis import values
-from devlint.semantic.facts import FileFacts
 
 
 def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: bool = False,

@@ -16,12 +16,12 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from devlint.core import syntax
-from devlint.torchinfo import names
+from devlint.analysis.outer_placements import attribute_placements, module_placements
 from devlint.analysis.values import Placement
 from devlint.api import Analysis
 from devlint.api import FrameState
-from devlint.analysis.outer_placements import attribute_placements, module_placements
+from devlint.core import syntax
+from devlint.torchinfo import names
 from devlint.analysis.scope_scan import (  # noqa: F401 (the scan's names, for the rules)
     DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopeScan,
 )

@@ -10,11 +10,11 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from devlint.core import syntax
-from devlint.torchinfo import names
 from devlint.analysis import round_trips, values
 from devlint.analysis.values import Placement, ValueModel
+from devlint.core import syntax
 from devlint.semantic.facts import ClassInfo
+from devlint.torchinfo import names
 
 
 @dataclass(eq=False)  # one scan a scope: compared (and hashed) by identity

@@ -20,11 +20,11 @@ from typing import Iterable, Optional
 
 from devlint import engine
 from devlint.confirm import zygote
+from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
 from devlint.confirm.judges import _judge, constructions
+from devlint.confirm.lines import cpu_seconds
 from devlint.confirm.options import INPUT_DTYPES, RUNTIME_RULES, SCENARIO_NAMES, STATUSES, Options, Verdict  # noqa: F401 (the package's names)
 from devlint.confirm.scopes import Scopes
-from devlint.confirm.checkpoint import CPU_ONLY_ERROR, storage_locations
-from devlint.confirm.lines import cpu_seconds
 
 def confirm_findings(path: Path, source: str, findings: list[engine.Finding], options: Options) -> list[Verdict]:
     """One verdict per finding of `path`, in the same order."""

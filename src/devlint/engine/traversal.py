@@ -18,12 +18,12 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devlint.core import syntax
 from devlint.api import in_dependency_order
 from devlint.api import ClassFrame, Context, FunctionFrame, NodeFix, Reported, Rule  # noqa: F401 (NodeFix, Rule re-exported)
-from devlint.semantic.facts import FileFacts
+from devlint.core import syntax
 from devlint.core.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError, Related  # noqa: F401 (re-exported)
 from devlint.core.positions import statement_first_lines, statement_positions
+from devlint.semantic.facts import FileFacts
 
 # A file that holds none of these words cannot hold a finding and is never parsed.
 PREFILTER = re.compile(r"cuda|torch|map_location")

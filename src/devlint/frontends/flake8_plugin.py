@@ -22,8 +22,8 @@ class Plugin:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from devlint.workspace.config import ConfigError
         from devlint.core.findings import ParseError
+        from devlint.workspace.config import ConfigError
         from devlint.workspace.linter import Linter
 
         path = Path(self.filename)

@@ -2,11 +2,11 @@
 tests/fixtures/DEV001.py."""
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.analysis.cuda_guards import CudaGuards
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.device_names import DeviceNames
 from devlint.api import UNSAFE, NodeFix, Rule
+from devlint.core import syntax
 
 # What `.cuda()` raises on a CPU build of torch ("Torch not compiled with CUDA enabled"): a
 # `try` catching it guards the call.

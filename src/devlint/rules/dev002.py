@@ -4,12 +4,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import edits, syntax
-from devlint.torchinfo import names
 from devlint.analysis import round_trips
 from devlint.analysis.cuda_guards import CudaGuards
-from devlint.semantic.bindings import name_bound_at
 from devlint.api import SAFE, UNSAFE, NodeFix, Rule
+from devlint.core import edits, syntax
+from devlint.semantic.bindings import name_bound_at
+from devlint.torchinfo import names
 
 
 class LoadWithoutMapLocation(Rule):

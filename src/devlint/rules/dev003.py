@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.core import edits, syntax
-from devlint.torchinfo import names
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
-from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.analysis.host_ends import host_copy, host_end
 from devlint.analysis.parameters import not_a_tensor_here
+from devlint.api import UNSAFE, FrameState, NodeFix, Rule
+from devlint.core import edits, syntax
 from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
+from devlint.torchinfo import names
 
 # Sources that take a `device=` argument (from_numpy and the legacy constructors do not).
 PLACEABLE = names.FACTORIES | {names.AS_TENSOR}

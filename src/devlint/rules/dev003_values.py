@@ -10,9 +10,9 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
+from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
-from devlint.analysis import values
 from devlint.analysis.parameters import (
     not_a_tensor_here,
     assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters,

@@ -7,13 +7,13 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import edits, syntax
-from devlint.torchinfo import names
-from devlint.semantic import facts as facts_module
 from devlint.analysis import values
-from devlint.semantic.bindings import name_bound_at
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
+from devlint.core import edits, syntax
+from devlint.semantic import facts as facts_module
+from devlint.semantic.bindings import name_bound_at
+from devlint.torchinfo import names
 
 INTEGRAL_DTYPES = frozenset(
     "torch." + name

@@ -4,12 +4,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
-from devlint.torchinfo import guards
 from devlint.analysis.cuda_guards import CudaGuards
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.device_names import DeviceNames
 from devlint.api import UNSAFE, NodeFix, Rule
+from devlint.core import syntax
+from devlint.torchinfo import guards
 
 # Calls whose `device` means a device *type* or a backend, where "cuda" is the right word.
 DEVICE_TYPE_CALLS = frozenset({"autocast", "GradScaler", "init_process_group", "init_device_mesh"})

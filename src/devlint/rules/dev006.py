@@ -2,9 +2,9 @@
 Doc: rules/DEV006.md; fixture: tests/fixtures/DEV006.py."""
 import libcst as cst
 
+from devlint.api import SAFE, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.torchinfo import names
-from devlint.api import SAFE, NodeFix, Rule
 
 # Decorators that keep the signature of the function they wrap.
 SIGNATURE_KEEPING_DECORATORS = frozenset(

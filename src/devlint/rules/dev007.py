@@ -8,8 +8,8 @@ from typing import Optional
 import libcst as cst
 
 from devlint.core import edits, syntax
-from devlint.torchinfo import names
 from devlint.semantic.bindings import name_bound_at
+from devlint.torchinfo import names
 from devlint.analysis.placements import (
     DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopePlacements, ScopeScan, cpu_evidence, placement_evidence,
 )

@@ -8,11 +8,11 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from devlint.core import syntax
-from devlint.torchinfo import names
-from devlint.semantic.bindings import name_bound_at
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.api import UNSAFE, FrameState, NodeFix, Rule
+from devlint.core import syntax
+from devlint.semantic.bindings import name_bound_at
+from devlint.torchinfo import names
 
 MODULE, PARAMETER = "module", "parameter"
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
-from devlint.torchinfo import names
 from devlint.analysis import values
 from devlint.analysis.parameters import tensor_parameters
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
+from devlint.core import syntax
+from devlint.torchinfo import names
 from devlint.torchinfo.tensor_members import TENSOR_MEMBERS
 
 MOVE_METHODS = frozenset({"to", "cuda", "cpu"})

@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
-from devlint.torchinfo import cuda_api
 from devlint.analysis.cuda_guards import CudaGuards
 from devlint.api import UNSAFE, NodeFix, Rule
+from devlint.core import syntax
+from devlint.torchinfo import cuda_api
 
 # `torch.cuda` functions and their `torch.accelerator` equivalents (torch 2.6). Those raise
 # without an accelerator too, so the fix calls them under `torch.accelerator.is_available()`,

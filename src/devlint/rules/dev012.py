@@ -7,12 +7,12 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import edits, syntax
-from devlint.torchinfo import names
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import host_end
 from devlint.analysis.parameters import first_used_param, not_a_tensor_here, tensor_parameters
 from devlint.api import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix, Rule
+from devlint.core import edits, syntax
+from devlint.torchinfo import names
 
 DEVICE_LITERALS = ("cpu", "cuda", "mps", "xpu", "meta", "npu", "hpu")
 # torch calls that take `device=` without making a tensor.

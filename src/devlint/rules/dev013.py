@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.module_tensors import CONTAINERS, ModuleTensors, moves_off_the_cpu
 from devlint.api import FrameState, Rule
+from devlint.core import syntax
 
 
 class ModuleBuiltInForward(Rule):

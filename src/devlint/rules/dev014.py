@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.analysis.module_tensors import ModuleTensors, move_where_built, moves_off_the_cpu
 from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
 from devlint.api import UNSAFE, FrameState, Rule
+from devlint.core import syntax
 
 
 # Builtins that read or attach to a module, and never move it: a module passed to them stays the scope's.

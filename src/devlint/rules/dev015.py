@@ -8,10 +8,10 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.core import syntax
 from devlint.analysis.module_tensors import ModuleTensors, move_where_built, moves_off_the_cpu
 from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
 from devlint.api import UNSAFE, FrameState, Rule
+from devlint.core import syntax
 
 PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                       "torch.nn.parallel.data_parallel.DataParallel"})

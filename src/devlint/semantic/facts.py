@@ -16,9 +16,9 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from devlint.core import syntax
+from devlint.semantic import bindings
 from devlint.torchinfo import guards, names
 from devlint.torchinfo.torch_buffers import TORCH_MODULE_BUFFERS
-from devlint.semantic import bindings
 
 @dataclass
 class ClassInfo:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
+from devlint.core.findings import Finding
 from devlint.workspace import noqa
 from devlint.workspace.config import Settings, most_specific
-from devlint.core.findings import Finding
 
 if TYPE_CHECKING:
     from collections import Counter

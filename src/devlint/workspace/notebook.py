@@ -329,8 +329,8 @@ def _lines(text: str) -> list[str]:
 def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[str], baseline=None):
     """runner.check_data for a notebook. `baseline` as for a `.py` file: the recorded findings,
     which fixing leaves alone (a recorded line's text is the same in the joined module)."""
-    from devlint.workspace.linter import Linter
     from devlint.workspace.files import FileReport
+    from devlint.workspace.linter import Linter
 
     report = FileReport(path, display)
     try:

@@ -11,11 +11,11 @@ from pathlib import Path
 from collections import Counter
 from typing import Iterator, Optional, Sequence, Union
 
-from devlint.workspace import noqa
-from devlint.workspace.config import Settings
 from devlint.core.findings import Edit, Finding, Fix, ParseError, Related
+from devlint.workspace import noqa
 from devlint.workspace import notebook
 from devlint.workspace.baseline import Baseline, file_key, hide, line_keys, updated
+from devlint.workspace.config import Settings
 from devlint.workspace.files import FileReport, SourceError, decode, write_atomically  # noqa: F401 (re-exported)
 from devlint.workspace.linter import Linter
 from devlint.workspace.notebook import is_notebook

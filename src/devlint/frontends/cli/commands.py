@@ -49,9 +49,9 @@ def _rule_record(rule) -> dict:
 
 def run_explain(args: argparse.Namespace) -> int:
     from devlint.frontends import output
-    from devlint.workspace.config import ConfigError
     from devlint.frontends.explain import InputError, explain, read_input
     from devlint.rules import BY_CODE
+    from devlint.workspace.config import ConfigError
 
     cwd = Path.cwd()
     if args.config is not None and not args.config.is_file():

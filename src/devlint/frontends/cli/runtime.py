@@ -27,9 +27,9 @@ def _input_dtype(value, where: str) -> str:
 
 
 def run_confirm(args: argparse.Namespace) -> int:
+    from devlint.confirm import STATUSES, Options, confirm_findings, selectable_classes
     from devlint.frontends import output
     from devlint.workspace.config import ConfigError
-    from devlint.confirm import STATUSES, Options, confirm_findings, selectable_classes
     from devlint.workspace.runner import FileReport, SourceError, check_file, decode, discover
 
     cwd = Path.cwd()
@@ -148,9 +148,9 @@ def _configured_classes(table: dict) -> dict:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from devlint.workspace.config import ConfigError
     from devlint.confirm import selectable_classes
     from devlint.confirm.export import STATUSES, ExportOptions, export_file, text_lines
+    from devlint.workspace.config import ConfigError
     from devlint.workspace.runner import SourceError, check_file, decode, discover
 
     cwd = Path.cwd()

@@ -26,11 +26,11 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from devlint import __version__
-from devlint.workspace.config import ConfigError, Settings
 from devlint.engine.incremental import ChunkParser
 from devlint.frontends.server.actions import FIX_ALL, Actions
 from devlint.frontends.server.documents import DocumentStore, NotebookResult, Result
 from devlint.frontends.server.publishing import Publishing
+from devlint.workspace.config import ConfigError, Settings
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last change
 

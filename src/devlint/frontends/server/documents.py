@@ -13,9 +13,9 @@ from typing import Optional, Union
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from devlint.workspace.config import ConfigError, Settings, find_config, load_settings
 from devlint.core.findings import Finding, ParseError, file_error
 from devlint.engine.incremental import ChunkParser
+from devlint.workspace.config import ConfigError, Settings, find_config, load_settings
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 log = logging.getLogger("devlint.frontends.server")
