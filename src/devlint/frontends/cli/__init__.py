@@ -8,10 +8,9 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from devlint.frontends.cli.check import run_check
-from devlint.frontends.cli.commands import run_explain, run_rule, run_server
 from devlint.frontends.cli.options import COMMANDS, EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, parsers, print_help
-from devlint.frontends.cli.runtime import run_confirm, run_export
+
+
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
@@ -32,8 +31,7 @@ def _main(argv: list[str]) -> int:
         print_help()
         return EXIT_CLEAN
     command = argv.pop(0) if argv and argv[0] in COMMANDS else "check"
-    run = {"check": run_check, "rule": run_rule, "confirm": run_confirm, "explain": run_explain,
-           "export": run_export, "server": run_server}[command]
+    run = _run_of(command)
     try:
         # The command's own parser, so that its usage errors name it (`devlint confirm: error: ...`).
         return run(parsers()[1][command].parse_args(argv))
@@ -41,3 +39,18 @@ def _main(argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+def _run_of(command: str):
+    """The function that runs `command`; only its module is imported (a cached check stays quick)."""
+    if command == "check":
+        from devlint.frontends.cli import check
+
+        return check.run_check
+    if command in ("confirm", "export"):
+        from devlint.frontends.cli import runtime
+
+        return getattr(runtime, f"run_{command}")
+    from devlint.frontends.cli import commands
+
+    return getattr(commands, f"run_{command}")
