@@ -31,7 +31,7 @@ class Options:
     checkpoint: Optional[Path] = None
     timeout: float = 120.0
     memory_mb: int = 8192
-    values: str = "auto"  # auto | always | never: whether the stand-in holds real data (see child.py)
+    values: str = "auto"  # auto | always | never: whether the stand-in holds real data (see scenarios.py)
     classes: dict = field(default_factory=dict)  # [tool.devlint.confirm.classes]
 
 
