@@ -41,10 +41,7 @@ class FunctionFrame:
         self.node = node
         if klass is not None:  # a method: `self` is its first parameter
             self.klass, self.method = klass, node.name.value
-            params = [*node.params.posonly_params, *node.params.params]
-            decorators = syntax.decorator_names(node)
-            is_instance_method = "staticmethod" not in decorators and "classmethod" not in decorators
-            self.self_name = params[0].name.value if params and is_instance_method else None
+            self.self_name = syntax.instance_self(node)
         elif parent is not None:  # a function nested in a function: belongs to the same method
             self.klass, self.method, self.self_name = parent.klass, parent.method, parent.self_name
         else:

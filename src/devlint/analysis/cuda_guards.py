@@ -181,7 +181,6 @@ class CudaGuards(Analysis):
         # an option is read as an attribute (`args.cuda`); a bare name is a variable of the file
         return options.get(name) if isinstance(expr, cst.Attribute) else names.get(name)
 
-
     def is_guarded(self, placement_expressions_guard: bool = True) -> bool:
         """Whether the current node only runs when CUDA is there (or a device was chosen).
 

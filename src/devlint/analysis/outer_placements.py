@@ -43,17 +43,8 @@ def _statements(body) -> Iterator[cst.CSTNode]:
         else:
             if isinstance(statement, cst.For):
                 yield statement
-            for name in ("body", "handlers", "orelse", "finalbody"):
-                block = getattr(statement, name, None)
-                if isinstance(block, (list, tuple)):
-                    for handler in block:
-                        yield from _statements(syntax.block_statements(handler.body))
-                elif isinstance(block, cst.BaseSuite):
-                    yield from _statements(syntax.block_statements(block))
-                elif isinstance(block, cst.If):  # an `elif`
-                    yield from _statements([block])
-                elif block is not None and hasattr(block, "body"):  # `else:`, `finally:`
-                    yield from _statements(syntax.block_statements(block.body))
+            for suite in syntax.suites(statement):
+                yield from _statements(suite)
 
 
 def attribute_placements(facts, info) -> dict[str, Placement]:
@@ -69,10 +60,9 @@ def attribute_placements(facts, info) -> dict[str, Placement]:
     model = ValueModel(facts)
     for methods in info.methods.values():
         for method in methods:
-            params = syntax.param_names(method.params)
-            if not params or set(syntax.decorator_names(method)) & {"staticmethod", "classmethod"}:
+            me = syntax.instance_self(method)
+            if me is None:
                 continue
-            me = params[0]
             for node in _statements(syntax.block_statements(method.body)):
                 if isinstance(node, cst.Assign):
                     value = node.value

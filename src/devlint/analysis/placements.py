@@ -17,14 +17,14 @@ from typing import Callable, Optional
 import libcst as cst
 
 from devlint.analysis.outer_placements import attribute_placements, module_placements
-from devlint.analysis.values import Placement
-from devlint.api import Analysis
-from devlint.api import FrameState
-from devlint.core import syntax
-from devlint.torchinfo import names
 from devlint.analysis.scope_scan import (  # noqa: F401 (the scan's names, for the rules)
     DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopeScan,
 )
+from devlint.analysis.values import Placement
+from devlint.api import Analysis, FrameState
+from devlint.core import syntax
+from devlint.semantic.facts import ClassInfo
+from devlint.torchinfo import names
 
 
 def placement_evidence(placement: Optional[Placement]) -> Optional[tuple[cst.CSTNode, str]]:
@@ -49,10 +49,7 @@ def cpu_evidence(value: "CpuValue") -> Optional[tuple[cst.CSTNode, str]]:
     if origin is None:
         return None
     if value.kind == LOADER:
-        while isinstance(origin, cst.Call) and origin.args and syntax.last_name(origin.func) in (
-            names.ITERATION_WRAPPERS | {"enumerate"}
-        ):
-            origin = origin.args[0].value  # `enumerate(tqdm(loader))`: the loader
+        origin = iterated(origin)
         source = _short(origin)
         return origin, f"the batch comes from {'`' + source + '`' if source else 'a data loader'} at {{line}} (CPU)"
     if value.kind == DATASET:
@@ -64,10 +61,19 @@ def cpu_evidence(value: "CpuValue") -> Optional[tuple[cst.CSTNode, str]]:
     return origin, "it is made at {line} (CPU)"
 
 
+def iterated(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What a loop iterates, under its wrappers: the loader of `enumerate(tqdm(loader))`."""
+    while isinstance(expr, cst.Call) and expr.args and syntax.last_name(expr.func) in _ITERATION_WRAPPERS:
+        expr = expr.args[0].value
+    return expr
+
+
+_ITERATION_WRAPPERS = names.ITERATION_WRAPPERS | {"enumerate"}
+
+
 def _short(node: cst.CSTNode) -> Optional[str]:
     text = cst.Module([]).code_for_node(node)
     return text if len(text) <= 40 and "\n" not in text else None
-
 
 
 @dataclass
@@ -107,9 +113,9 @@ class ScopePlacements(Analysis):
             root = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
             frame = self.ctx.function
             outer = module_placements(self.facts) if frame is not None else None
-            info = self.facts.class_info(frame.klass.node) if frame is not None and frame.klass is not None else None
-            attributes = attribute_placements(self.facts, info) if info is not None else None
-            scope.scan = ScopeScan(self.facts).replay(root, scope.events, self._on_call, self._on_operator, outer, attributes)
+            self_name, attributes = self._class_placements(frame)
+            scope.scan = ScopeScan(self.facts).replay(root, scope.events, self._on_call, self._on_operator,
+                                                      outer, attributes, self_name)
         return scope.scan
 
     def _record(self, kind: str, node: cst.CSTNode) -> None:
@@ -134,11 +140,18 @@ class ScopePlacements(Analysis):
             placed = module_placements(self.facts)
             if placed and any(isinstance(v, cst.Name) and v.value in placed for v in (func, *(a.value for a in call.args))):
                 return True
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and frame.klass is not None \
-                and func.value.value == frame.self_name:
-            info = self.facts.class_info(frame.klass.node)
-            return info is not None and func.attr.value in attribute_placements(self.facts, info)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == frame.self_name:
+            self_name, attributes = self._class_placements(frame)
+            return self_name is not None and func.attr.value in attributes
         return False
+
+    def _class_placements(self, frame) -> tuple[Optional[str], dict]:
+        """For a method (not a function nested in one): its `self`, and the modules its class
+        places as `self.NAME`."""
+        info = self.facts.definers.get(frame.node) if frame is not None else None
+        if not isinstance(info, ClassInfo) or frame.self_name is None:
+            return None, {}
+        return frame.self_name, attribute_placements(self.facts, info)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._record("call", node)

@@ -13,7 +13,6 @@ import libcst as cst
 from devlint.analysis import round_trips, values
 from devlint.analysis.values import Placement, ValueModel
 from devlint.core import syntax
-from devlint.semantic.facts import ClassInfo
 from devlint.torchinfo import names
 
 
@@ -191,14 +190,16 @@ class ScopeScan:
 
     # --- the scan ----------------------------------------------------------------------------
     def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]],
-               on_operator: tuple = (), outer: Optional[dict] = None, attributes: Optional[dict] = None) -> "ScopeScan":
+               on_operator: tuple = (), outer: Optional[dict] = None, attributes: Optional[dict] = None,
+               self_name: Optional[str] = None) -> "ScopeScan":
         """Follow the scope's recorded events in evaluation order; each call is also handed to
         `on_call` (the rules' own questions), with the scan as it stands at that call. For a
-        function, `outer` and `attributes`: the modules the module level and its class placed
-        (devlint.analysis.outer_placements)."""
+        function, `outer`: the modules the module level placed; for a method, `self_name` and
+        `attributes`: its `self` and the modules its class placed (devlint.analysis.outer_placements)."""
         self.root = scope
         if isinstance(scope, cst.FunctionDef):
-            self._enter_function(scope, events, outer or {}, attributes or {})
+            self._enter_function(scope, events, outer or {})
+            self.self_name, self.attributes = self_name, attributes or {}
         # names the scope calls (`model(x)`): a tensor is not callable, so one moved is a module
         self.called = {node.func.value for kind, node in events if kind == "call" and isinstance(node.func, cst.Name)}
         for position, (kind, node) in enumerate(events):
@@ -217,7 +218,7 @@ class ScopeScan:
                     listener(self, node)
         return self
 
-    def _enter_function(self, function: cst.FunctionDef, events: list, outer: dict, attributes: dict) -> None:
+    def _enter_function(self, function: cst.FunctionDef, events: list, outer: dict) -> None:
         """What a function knows before its first statement: the modules the module level placed
         that it reads as globals (it binds no name of theirs), the modules its class placed as
         `self.NAME`, and which names are modules (a parameter annotated as one, a name given
@@ -239,11 +240,6 @@ class ScopeScan:
         for param in syntax.all_params(function.params):
             if param.annotation is not None and self._module_annotation(param.annotation.annotation):
                 self.module_names.add(param.name.value)
-        info = self.facts.definers.get(function)
-        params = syntax.param_names(function.params)
-        if isinstance(info, ClassInfo) and params and not set(syntax.decorator_names(function)) & {"staticmethod", "classmethod"}:
-            self.self_name = params[0]
-            self.attributes = attributes
 
     def _module_annotation(self, annotation: cst.BaseExpression) -> bool:
         """`nn.Module`, a torch.nn class, or a module class of this file."""
@@ -413,8 +409,6 @@ class ScopeScan:
             self.scalars.add(name)
 
 
-
-
 # nn.Module's own methods that no tensor has: a name given one holds a module
 _MODULE_ONLY_METHODS = frozenset(
     "eval parameters named_parameters state_dict load_state_dict modules named_modules children named_children".split()
@@ -440,8 +434,6 @@ class CpuValue:
 
     def item(self) -> "CpuValue":
         return CpuValue(self.kind, origin=self.origin)
-
-
 
 
 def _is_reduction(expr: cst.BaseExpression) -> bool:

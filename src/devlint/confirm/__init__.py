@@ -26,6 +26,7 @@ from devlint.confirm.lines import cpu_seconds
 from devlint.confirm.options import INPUT_DTYPES, RUNTIME_RULES, SCENARIO_NAMES, STATUSES, Options, Verdict  # noqa: F401 (the package's names)
 from devlint.confirm.scopes import Scopes
 
+
 def confirm_findings(path: Path, source: str, findings: list[engine.Finding], options: Options) -> list[Verdict]:
     """One verdict per finding of `path`, in the same order."""
     verdicts: list[Optional[Verdict]] = [None] * len(findings)
@@ -40,7 +41,7 @@ def confirm_findings(path: Path, source: str, findings: list[engine.Finding], op
             verdicts[i] = Verdict("not-run", f"{f.code} is not about where tensors live; confirm does not run it")
     runtime = [i for i, f in enumerate(findings) if verdicts[i] is None]
     if runtime:
-        result = run_child(path, options, constructions(source, [findings[i] for i in runtime]))
+        result = run_child(path, options, constructions(scopes.tree, source, [findings[i] for i in runtime]))
         lines = source.splitlines()
         for i in runtime:
             verdicts[i] = _judge(findings[i], result, lines, scopes)

@@ -349,15 +349,12 @@ def _judge_built_in_forward(case: Case) -> Optional[Verdict]:
 BUILT_BY_SCRIPTS = ("DEV014", "DEV015")
 
 
-def constructions(source: str, findings: Iterable[engine.Finding]) -> list[dict]:
+def constructions(tree: Optional[ast.Module], source: str, findings: Iterable[engine.Finding]) -> list[dict]:
     """The construction each DEV014/DEV015 finding reports, as the text of its expression (the
-    value set as the new attribute, or the module built and never moved), for the child to build."""
+    value set as the new attribute, or the module built and never moved), for the child to build;
+    `tree`: `source` parsed."""
     wanted = [f for f in findings if f.code in BUILT_BY_SCRIPTS]
-    if not wanted:
-        return []
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    if not wanted or tree is None:
         return []
     at: dict[tuple[int, int], list[ast.AST]] = {}
     for node in ast.walk(tree):

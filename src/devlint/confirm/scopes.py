@@ -8,6 +8,7 @@ from typing import Iterable, Optional
 
 from devlint import engine
 
+
 @dataclass
 class Scopes:
     """Where a finding stands in its file: the classes and plain functions, and each call's lines."""
@@ -16,23 +17,24 @@ class Scopes:
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # outside classes
     methods: list[tuple[int, int, str]] = field(default_factory=list)  # every function, in a class or not
     calls: list[tuple[int, int]] = field(default_factory=list)
+    tree: Optional[ast.Module] = None  # the file parsed, None where it does not parse
 
     @classmethod
     def of(cls, source: str) -> "Scopes":
         scopes = cls()
         try:
-            tree = ast.parse(source)
+            scopes.tree = ast.parse(source)
         except SyntaxError:
             return scopes
-        for node in ast.walk(tree):
+        for node in ast.walk(scopes.tree):
             if isinstance(node, ast.ClassDef):
                 scopes.classes.append((node.lineno, node.end_lineno or node.lineno))
             elif isinstance(node, ast.Call):
                 scopes.calls.append((node.lineno, node.end_lineno or node.lineno))
-        scopes.methods = [(n.lineno, n.end_lineno or n.lineno, n.name) for n in ast.walk(tree)
-                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scopes.methods.append((node.lineno, node.end_lineno or node.lineno, node.name))
         scopes.functions = [m for m in scopes.methods if not any(a <= m[0] <= b for a, b in scopes.classes)]
-        scopes.top_classes = list(_module_level_classes(tree.body))
+        scopes.top_classes = list(_module_level_classes(scopes.tree.body))
         return scopes
 
     def left_out(self, row: int, only: Optional[str]) -> Optional[str]:

@@ -147,6 +147,13 @@ def self_name(func: cst.FunctionDef) -> Optional[str]:
     return params[0].name.value if params else None
 
 
+def instance_self(func: cst.FunctionDef) -> Optional[str]:
+    """The `self` of a method: its first positional parameter, or None for a staticmethod or a
+    classmethod (or a function with none)."""
+    decorators = decorator_names(func)
+    return None if "staticmethod" in decorators or "classmethod" in decorators else self_name(func)
+
+
 def unpacked_targets(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The leaves of a nested tuple or list, as in the targets of `a, (b, c) = ...` or the
     elements of `f((a, (b, c)))`: a, b and c (anything else: itself)."""
@@ -312,3 +319,15 @@ def if_chain_top(path: Sequence[cst.CSTNode], block_index: int) -> Optional[int]
         top -= 1  # an `elif`: its chain starts higher
     return top
 
+
+def suites(stmt: cst.CSTNode) -> Iterator[Sequence[cst.BaseStatement]]:
+    """The statement lists of a compound statement's blocks, in source order (an `if`'s body, its
+    `elif` as a one-statement list, `else`, a `try`'s handlers and `finally`, `match` cases)."""
+    for child in children(stmt):
+        if isinstance(child, cst.IndentedBlock):
+            yield child.body
+        elif isinstance(child, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in (
+            "ExceptStarHandler",
+            "MatchCase",
+        ):
+            yield from suites(child) if not isinstance(child, cst.If) else [[child]]

@@ -11,7 +11,8 @@ from devlint.core import edits, syntax
 from devlint.semantic.bindings import name_bound_at
 from devlint.torchinfo import names
 from devlint.analysis.placements import (
-    DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopePlacements, ScopeScan, cpu_evidence, placement_evidence,
+    DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopePlacements, ScopeScan, cpu_evidence, iterated,
+    placement_evidence,
 )
 from devlint.analysis.values import Placement
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
@@ -237,9 +238,6 @@ def _kept_on_host(use: cst.BaseExpression, scope: _ScopeInputs) -> bool:
                                  or name.lower().endswith(("_lengths", "_lens")))
 
 
-_WRAPPERS = names.ITERATION_WRAPPERS | {"enumerate", "iter"}
-
-
 def _handed_in_beside_a_global(scan: ScopeScan, meet: _Meet) -> bool:
     """Batches of a loader the function does not build (a parameter `test_loader`) meeting a
     model the module level placed: the module level makes the data as it makes the model, and may
@@ -247,9 +245,7 @@ def _handed_in_beside_a_global(scan: ScopeScan, meet: _Meet) -> bool:
     function's own data is known to be on the CPU."""
     if meet.cpu.kind != LOADER or not any(meet.placement is p for p in scan.outer.values()):
         return False
-    origin = meet.cpu.origin
-    while isinstance(origin, cst.Call) and origin.args and syntax.last_name(origin.func) in _WRAPPERS:
-        origin = origin.args[0].value  # `enumerate(tqdm(loader))`, `iter(loader)`
+    origin = iterated(meet.cpu.origin)
     return not (isinstance(origin, cst.Call) or (isinstance(origin, cst.Name) and scan.loaders.get(origin.value)))
 
 

@@ -249,7 +249,7 @@ class FileFacts:
                 self._scan(syntax.block_statements(stmt.body), top_level=False, in_class=None, in_function=stmt)
             else:
                 # if / try / with / for / while: definitions inside still belong to this level.
-                for suite in _suites(stmt):
+                for suite in syntax.suites(stmt):
                     self._scan(suite, top_level=top_level, in_class=in_class, in_function=in_function)
 
     def _scan_module_assign(self, node: cst.Assign) -> None:
@@ -447,15 +447,3 @@ def _base_name(node: cst.BaseExpression) -> Optional[str]:
     if isinstance(node, cst.Subscript):  # Generic[T]-style bases
         node = node.value
     return syntax.dotted_name(node)
-
-
-def _suites(stmt: cst.CSTNode):
-    for child in syntax.children(stmt):
-        if isinstance(child, cst.IndentedBlock):
-            yield child.body
-        elif isinstance(child, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in (
-            "ExceptStarHandler",
-            "MatchCase",
-        ):
-            yield from _suites(child) if not isinstance(child, cst.If) else [[child]]
-

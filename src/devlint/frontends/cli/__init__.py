@@ -11,7 +11,6 @@ from typing import Optional, Sequence
 from devlint.frontends.cli.options import COMMANDS, EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, parsers, print_help
 
 
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         status = _main(list(sys.argv[1:] if argv is None else argv))

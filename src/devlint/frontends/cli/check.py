@@ -8,6 +8,7 @@ from pathlib import Path
 
 from devlint.frontends.cli.options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
+
 def run_check(args: argparse.Namespace) -> int:
     from devlint.frontends import output
     from devlint.workspace.config import ConfigError

@@ -10,6 +10,7 @@ from pathlib import Path
 from devlint.frontends.cli.check import resolve_settings
 from devlint.frontends.cli.options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
+
 def run_rule(args: argparse.Namespace) -> int:
     from devlint.frontends import docs
     from devlint.rules import ALL_RULES, BY_CODE

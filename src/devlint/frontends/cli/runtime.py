@@ -12,6 +12,7 @@ from typing import Optional
 from devlint.frontends.cli.check import display_path, resolve_settings
 from devlint.frontends.cli.options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, VALUES_CHOICES
 
+
 def _confirm_values(value) -> str:
     if value not in VALUES_CHOICES:
         raise ValueError(f"[tool.devlint.confirm] values must be one of {', '.join(VALUES_CHOICES)}, not {value!r}")

@@ -57,7 +57,6 @@ class DevlintServer(DocumentStore, Publishing, Actions, LanguageServer):
         self._settings: dict[Path, tuple[tuple, Union[Settings, ConfigError]]] = {}
 
 
-
 def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
     server = DevlintServer(debounce)
 

@@ -17,7 +17,6 @@ FIX_ALL = "source.fixAll.devlint"
 log = logging.getLogger("devlint.frontends.server")
 
 
-
 class Actions:
     """The code actions' side of `DevlintServer` (a mixin)."""
 
@@ -67,7 +66,6 @@ class Actions:
         return types.CodeAction(title=f"devlint: apply the {which} fixes ({n} finding{'s' * (n != 1)})", kind=FIX_ALL,
                                 edit=types.WorkspaceEdit(document_changes=edit.document_changes or None,
                                                          changes=edit.changes or None))
-
 
     # --- code actions ----------------------------------------------------------------------------
     async def code_actions(self, params: types.CodeActionParams) -> Optional[list[types.CodeAction]]:

@@ -59,8 +59,6 @@ class NotebookResult:
                 if f.cell == cell.number or (f.cell is None and first)]
 
 
-
-
 class DocumentStore:
     """The documents' side of `DevlintServer` (a mixin: the server holds the state)."""
 
@@ -161,7 +159,6 @@ class DocumentStore:
             return Result(version, source, [], error, settings)
         return Result(version, source, findings, None, settings)
 
-
     # --- notebooks -------------------------------------------------------------------------------
     def notebook_cells(self, uri: str) -> tuple[Optional[int], list[NotebookCellText]]:
         """The open notebook's version and its Python code cells, as they are now."""
@@ -215,7 +212,6 @@ class DocumentStore:
             return NotebookResult(version, cells, [], error, settings)
         return NotebookResult(version, cells, findings, None, settings)
 
-
     def forget(self, uri: str) -> None:
         """Drop what is kept for a closed document: its pending check, last result and parser."""
         pending = self.pending.pop(uri, None)
@@ -242,7 +238,6 @@ class DocumentStore:
             return result
         return await self.check_open_notebook(uri)
 
-
     async def current_result(self, uri: str) -> Optional[Result]:
         """The findings for the document as it is now: the last check's, or a fresh check."""
         document = self.workspace.text_documents.get(uri)
@@ -253,7 +248,6 @@ class DocumentStore:
             return result
         return await asyncio.get_running_loop().run_in_executor(
             self.checker, self.check, path_of(uri), document.source, document.version, uri)
-
 
     # --- configuration -----------------------------------------------------------------------------
     def recheck_all(self) -> None:

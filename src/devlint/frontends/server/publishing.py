@@ -13,7 +13,6 @@ from devlint.frontends.server.documents import NotebookResult, Result
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks both LSP and the engine's rows count
 
 
-
 class Publishing:
     """The diagnostics' side of `DevlintServer` (a mixin)."""
 
@@ -34,7 +33,6 @@ class Publishing:
         for gone in self.cells_published.get(uri, set()) - now:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
         self.cells_published[uri] = now
-
 
     def publish(self, uri: str, result: Result) -> None:
         lines = lines_of(result.source)
@@ -101,7 +99,6 @@ class Publishing:
 
 def lines_of(text: str) -> list[str]:
     return _NEWLINE.split(text)
-
 
 
 def keep_ends(text: str) -> list[str]:
