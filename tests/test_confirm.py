@@ -81,6 +81,9 @@ def test_benign_not_reproduced_not_reached(tmp_path):
             def forward(self, x):
                 return self.proj(x) * 2
 
+            def describe(self):
+                return self.table.tolist()
+
 
         class Unused(nn.Module):
             def __init__(self):
@@ -94,7 +97,7 @@ def test_benign_not_reproduced_not_reached(tmp_path):
                 return x + torch.ones(8).cuda()
     """)
     assert statuses(results) == [
-        ("DEV004", 6, "benign"), ("DEV004", 16, "not-reproduced"), ("DEV001", 31, "not-reached"),
+        ("DEV004", 6, "benign"), ("DEV004", 16, "not-reproduced"), ("DEV001", 34, "not-reached"),
     ]
 
 

@@ -82,6 +82,9 @@ def test_comments_and_formatting_outside_the_edit_are_kept():
         "        # a table\n"
         "        self.t = torch.zeros(3)   # trailing comment\n"
         "        x  =  1  ;  y = 2\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return x + self.t\n"
     )
     assert fix(source).text == source.replace(
         'self.t = torch.zeros(3)', 'self.register_buffer("t", torch.zeros(3), persistent=False)'
@@ -298,6 +301,9 @@ class M(nn.Module):
         super().__init__()
         {local}
         self.t = {value}
+
+    def forward(self, x):
+        return x, self.t
 """
 
 

@@ -194,6 +194,9 @@ class Tables(nn.Module):
         self.proj = nn.Linear(4, 4)
         self.index = torch.arange(4)
         self.inv_freq = 1.0 / (10000 ** (torch.arange(0, 4, 2).float() / 4))
+
+    def forward(self, x):
+        return self.proj(x)[..., self.index] * self.inv_freq.sum()
 '''
 
 

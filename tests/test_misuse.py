@@ -175,6 +175,9 @@ def test_confirm_classes_left_out_by_the_selection_are_not_selected(tmp_path):
             def __init__(self):
                 super().__init__()
                 self.s = torch.ones(4)
+
+            def forward(self, x):
+                return x * self.s
     """})
     r = run("confirm", "--isolated", ".::A", cwd=tmp_path)
     assert r.returncode == 1, r.stderr

@@ -244,6 +244,9 @@ class Rotary(nn.Module):
         super().__init__()
         self.index = torch.arange(dim, dtype=torch.long)
 
+    def forward(self, x):
+        return x[..., self.index]
+
 
 def move(model, batch, device):
     model.cuda()

@@ -69,13 +69,29 @@ class CudaGuards(Analysis):
                 for t, v in zip(target.elements, value.elements):
                     self._bind(t.value, v.value)
             return
+        scope = self._scope()
+        if isinstance(target, cst.Attribute):  # `self.cpu_only = not torch.cuda.is_available()`
+            dotted = syntax.dotted_name(target)
+            if dotted is not None and self._records_test(value):
+                self._test_names.setdefault(scope, set()).add(dotted)
+            return
         if not isinstance(target, cst.Name):
             return
-        scope = self._scope()
-        if self._is_test(value):
+        if self._records_test(value):
             self._test_names.setdefault(scope, set()).add(target.value)
         if self._is_device_count(value):
             self._count_names.setdefault(scope, set()).add(target.value)
+
+    def _records_test(self, value: cst.BaseExpression) -> bool:
+        """A CUDA test as a value, or `True`/`False` set in an arm of an `if` on one (`if not
+        torch.cuda.is_available(): self.cpu_only = True else: self.cpu_only = False`)."""
+        if self._is_test(value):
+            return True
+        if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
+            return False
+        chain = self.ctx.ancestors
+        return any(isinstance(parent, cst.If) and child is not parent.test and self.test_kind(parent.test) == guards.AVAILABILITY
+                   for parent, child in zip(chain, chain[1:]))
 
     def _is_test(self, value: cst.BaseExpression) -> bool:
         """A CUDA test as a value (`torch.cuda.is_available()`, `args.cuda`, `n_gpu > 0`, an `and`
@@ -104,6 +120,8 @@ class CudaGuards(Analysis):
         attribute_names = set()
         for node in syntax.walk_expressions(expr):
             if isinstance(node, cst.Attribute):
+                if syntax.dotted_name(node) in bound:
+                    return True
                 attribute_names.add(id(node.attr))
             elif isinstance(node, cst.Name) and id(node) not in attribute_names and node.value in bound:
                 return True

@@ -245,8 +245,31 @@ def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], fac
 
 def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
     """True for `isinstance(name, torch.Tensor)` or `torch.is_tensor(name)`, False for their
-    `not`, None for any other test."""
+    `not` and for a test that holds only for what is no tensor (`isinstance(name, int)`, a
+    NumPy array), None for any other test."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _tensor_test(test.expression, name, facts)
         return None if inner is None else not inner
-    return True if isinstance(test, cst.Call) and tested_as_tensor(test, facts) == name else None
+    if not isinstance(test, cst.Call):
+        return None
+    if tested_as_tensor(test, facts) == name:
+        return True
+    return False if _tested_as_other(test, name, facts) else None
+
+
+# What `isinstance(name, T)` passing proves is no tensor (a tensor is an instance of none of them).
+NOT_TENSOR_TYPES = frozenset({"int", "float", "bool", "complex", "str", "bytes", "list", "tuple", "dict", "set"})
+
+
+def _tested_as_other(call: cst.Call, name: str, facts) -> bool:
+    """`isinstance(name, int)`, `isinstance(name, (int, float))`, `isinstance(name, np.ndarray)`."""
+    args = [a.value for a in call.args]
+    if not (isinstance(call.func, cst.Name) and call.func.value == "isinstance" and facts.resolve(call.func) is None
+            and len(args) == 2 and isinstance(args[0], cst.Name) and args[0].value == name):
+        return False
+    kinds = [e.value for e in args[1].elements] if isinstance(args[1], cst.Tuple) else [args[1]]
+    return all(
+        (isinstance(kind, cst.Name) and kind.value in NOT_TENSOR_TYPES and facts.resolve(kind) is None)
+        or facts.resolve(kind) in ("numpy.ndarray", "numpy.generic", "numbers.Number")
+        for kind in kinds
+    )

@@ -672,19 +672,23 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
 
 def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.BaseExpression]]:
     """A loop's target names, each with what it iterates: `for t in x`, `for i, t in
-    enumerate(x)` and `for a, b in zip(x, y)` take their items from x (and y)."""
-    target, items = loop.target, loop.iter
+    enumerate(x)` and `for a, b in zip(x, y)` take their items from x (and y), nested too
+    (`for i, (a, b) in enumerate(zip(x, y))`)."""
+    return _items_of(loop.target, loop.iter)
+
+
+def _items_of(target: cst.BaseExpression, items: cst.BaseExpression) -> list[tuple[list[cst.Name], cst.BaseExpression]]:
     if isinstance(target, cst.Name):
         return [([target], items)]
     call = items if isinstance(items, cst.Call) and isinstance(items.func, cst.Name) else None
-    if call is None or not isinstance(target, cst.Tuple):
+    if call is None or not isinstance(target, (cst.Tuple, cst.List)):
         return []
     parts = [e.value for e in target.elements]
     args = [a.value for a in syntax.positional(call)]
     if call.func.value == "enumerate" and len(parts) == 2 and args:
-        return [([parts[1]], args[0])] if isinstance(parts[1], cst.Name) else []
+        return _items_of(parts[1], args[0])
     if call.func.value == "zip" and len(parts) == len(args):
-        return [([part], arg) for part, arg in zip(parts, args) if isinstance(part, cst.Name)]
+        return [bound for part, arg in zip(parts, args) for bound in _items_of(part, arg)]
     return []
 
 

@@ -230,6 +230,8 @@ class UnregisteredTensorAttribute(Rule):
             if name in buffers or moved_at_every_read or name in moved_by_hand:
                 continue
             read_in = state.read_in.get(name, set())
+            if read_in <= {"__init__"} and name not in _read_after_init(self.facts):
+                continue  # read by nothing that runs after construction: it meets no input
             if name in state.registered and read_in <= {"__init__"}:
                 continue  # a host copy of a tensor registered as a buffer under another name, used only there
             if read_in & loader_time and read_in <= loader_time | {"__init__"}:
@@ -358,6 +360,33 @@ class UnregisteredTensorAttribute(Rule):
 
 
 MAX_READS_SHOWN = 3  # forward-time reads a finding names
+
+
+def _read_after_init(facts) -> frozenset[str]:
+    """The attribute names this file reads (`obj.NAME` loaded, or `getattr(obj, "NAME")`) outside
+    `__init__` methods: where a tensor attribute can meet the inputs once the module is built.
+    Worked out once per file, and only for a file that has an attribute no method reads."""
+    found = facts.memo.get("dev004 read after init")
+    if found is None:
+        found = set()
+        stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(facts.module, None)]
+        while stack:
+            node, parent = stack.pop()
+            if isinstance(node, cst.FunctionDef) and node.name.value == "__init__":
+                continue
+            if isinstance(node, cst.Attribute) and not _stored(node, parent):
+                found.add(node.attr.value)
+            elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) == "getattr" and len(node.args) > 1:
+                name = node.args[1].value
+                if isinstance(name, cst.SimpleString):
+                    found.add(name.raw_value)  # not `evaluated_value`: `ast.literal_eval` leaves a reference cycle
+            stack.extend((child, node) for child in syntax.children(node))
+        found = facts.memo["dev004 read after init"] = frozenset(found)
+    return found
+
+
+def _stored(node: cst.Attribute, parent: Optional[cst.CSTNode]) -> bool:
+    return isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node
 
 
 def _read_beside(name: str, uses: list, apart: set[str], reads: Optional[ForwardTimeSites]) -> bool:
