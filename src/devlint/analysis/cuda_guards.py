@@ -146,10 +146,16 @@ class CudaGuards(Analysis):
         """guards.AVAILABILITY, guards.PLACEMENT or None for a condition (computed once per node)."""
         if test not in self._test_kinds:
             kind = guards.cuda_test_kind(test)
-            if kind != guards.AVAILABILITY and self._names_a_test(test):
+            if kind != guards.AVAILABILITY and (self._names_a_test(test) or self._calls_torch_cuda(test)):
                 kind = guards.AVAILABILITY
             self._test_kinds[test] = kind
         return self._test_kinds[test]
+
+    def _calls_torch_cuda(self, test: cst.BaseExpression) -> bool:
+        """A call of a `torch.cuda` function under a name an import gave it
+        (`from torch.cuda import is_available`, then `if is_available():`)."""
+        return any(isinstance(node, cst.Call) and (self.facts.resolve(node.func) or "").startswith("torch.cuda.")
+                   for node in syntax.walk_expressions(test))
 
     def _runs_by_default(self, parent: cst.CSTNode, child: cst.CSTNode) -> bool:
         """Whether the branch `child` of the condition `parent` runs when the program runs with its

@@ -152,7 +152,7 @@ def tested_as_tensor(call: cst.Call, facts: FileFacts) -> Optional[str]:
 def _unwrap_annotation(node: cst.BaseExpression, keep_lists: bool = False) -> cst.BaseExpression:
     """The type an annotation names, through `Optional[T]`, `T | None` and quotes; through
     `list[T]` too unless `keep_lists`."""
-    if isinstance(node, cst.Subscript) and node.slice and (
+    if isinstance(node, cst.Subscript) and node.slice and syntax.last_name(node.value) != "Literal" and (
             not keep_lists or syntax.last_name(node.value) in ("Optional", "Union")):
         first = node.slice[0].slice
         if isinstance(first, cst.Index):
@@ -160,8 +160,8 @@ def _unwrap_annotation(node: cst.BaseExpression, keep_lists: bool = False) -> cs
     if isinstance(node, cst.BinaryOperation):  # Tensor | None
         return _unwrap_annotation(node.left, keep_lists)
     if isinstance(node, cst.SimpleString):
-        value = syntax.string_value(node) or ""
-        return cst.Name(value.split(".")[-1]) if value.replace(".", "").isidentifier() else node
+        parts = (syntax.string_value(node) or "").split(".")  # a forward reference: "torch.Tensor"
+        return cst.Name(parts[-1]) if all(part.isidentifier() for part in parts) else node
     return node
 
 
@@ -258,18 +258,33 @@ def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
 
 
 # What `isinstance(name, T)` passing proves is no tensor (a tensor is an instance of none of them).
-NOT_TENSOR_TYPES = frozenset({"int", "float", "bool", "complex", "str", "bytes", "list", "tuple", "dict", "set"})
+NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
+NOT_TENSOR_TYPES = NUMBER_TYPES | {"str", "bytes", "list", "tuple", "dict", "set"}
 
 
-def _tested_as_other(call: cst.Call, name: str, facts) -> bool:
-    """`isinstance(name, int)`, `isinstance(name, (int, float))`, `isinstance(name, np.ndarray)`."""
+def _tested_as_other(call: cst.Call, name: str, facts, types: frozenset = NOT_TENSOR_TYPES) -> bool:
+    """`isinstance(name, int)`, `isinstance(name, (int, float))`, `isinstance(name, np.ndarray)`:
+    a test that holds only for instances of `types` (and NumPy arrays and numbers, where `types`
+    is every type that is no tensor)."""
     args = [a.value for a in call.args]
     if not (isinstance(call.func, cst.Name) and call.func.value == "isinstance" and facts.resolve(call.func) is None
             and len(args) == 2 and isinstance(args[0], cst.Name) and args[0].value == name):
         return False
+    others = ("numbers.Number",) if types is NUMBER_TYPES else ("numpy.ndarray", "numpy.generic", "numbers.Number")
     kinds = [e.value for e in args[1].elements] if isinstance(args[1], cst.Tuple) else [args[1]]
     return all(
-        (isinstance(kind, cst.Name) and kind.value in NOT_TENSOR_TYPES and facts.resolve(kind) is None)
-        or facts.resolve(kind) in ("numpy.ndarray", "numpy.generic", "numbers.Number")
+        (isinstance(kind, cst.Name) and kind.value in types and facts.resolve(kind) is None) or facts.resolve(kind) in others
         for kind in kinds
     )
+
+
+def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) -> bool:
+    """Whether `data` is a name that a passed `isinstance(name, (int, float))` test guards where
+    `path` stands: there `torch.tensor(name)` is a 0-dim tensor of a Python number."""
+    if not isinstance(data, cst.Name):
+        return False
+    for holder, arm in zip(path, path[1:]):
+        if isinstance(holder, (cst.IfExp, cst.If)) and arm is holder.body and isinstance(holder.test, cst.Call) \
+                and _tested_as_other(holder.test, data.value, facts, NUMBER_TYPES):
+            return True
+    return False

@@ -73,7 +73,7 @@ class FactoryWithoutDevice(Rule):
             param = ...  # found on the first report: it walks the whole function
             for call, source, path, verdict in verdicts:
                 use = verdict.forward_use if forward_time else verdict.meeting
-                if use is None:
+                if use is None or _on_the_cpu_arm(path, function.params):
                     continue
                 related = self._evidence(frame, function, call, source, use, forward_time)
                 if related is None:  # no evidence to name: no finding
@@ -103,6 +103,53 @@ class FactoryWithoutDevice(Rule):
         if node is not None:
             related.append((node, clause))
         return related
+
+
+def _on_the_cpu_arm(path, params) -> bool:
+    """Whether the call is in the arm of an `if` (or a conditional expression) taken only when a
+    tensor parameter is on the CPU: `if x.device == torch.device("cpu"):`, `x.device.type ==
+    "cpu"`, `not x.is_cuda`. There every tensor it can meet is on the CPU too."""
+    for holder, arm in zip(path, path[1:]):
+        if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
+            on_cpu = _cpu_test(holder.test, params)
+            if on_cpu is not None and (arm is holder.body) == on_cpu:
+                return True
+    return False
+
+
+def _cpu_test(test: cst.BaseExpression, params) -> bool | None:
+    """True when `test` holds only where a parameter is on the CPU, False when only where it is
+    not, None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _cpu_test(test.expression, params)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Attribute) and _parameter_member(test.value, params):
+        return {"is_cpu": True, "is_cuda": False}.get(test.attr.value)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(operator, (cst.Equal, cst.NotEqual)) and _device_of_parameter(test.left, params) and _names_cpu(right):
+            return isinstance(operator, cst.Equal)
+    return None
+
+
+def _parameter_member(expr: cst.BaseExpression, params) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in params
+
+
+def _device_of_parameter(expr: cst.BaseExpression, params) -> bool:
+    """`x.device`, `x.device.type`, `str(x.device)` of a parameter x."""
+    if isinstance(expr, cst.Call) and syntax.dotted_name(expr.func) == "str" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
+        expr = expr.value
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and _parameter_member(expr.value, params)
+
+
+def _names_cpu(expr: cst.BaseExpression) -> bool:
+    """`"cpu"` or `torch.device("cpu")`."""
+    if isinstance(expr, cst.Call) and syntax.last_name(expr.func) == "device" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    return syntax.string_value(expr) == "cpu"
 
 
 def _message(call: cst.Call, source: str, param, ends) -> str:

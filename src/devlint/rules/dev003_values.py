@@ -14,8 +14,8 @@ from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
 from devlint.analysis.parameters import (
-    not_a_tensor_here,
-    assigned_names, first_used_param, is_derived, module_self, stable_parameters, tensor_parameters,
+    a_number_here, assigned_names, first_used_param, is_derived, module_self, not_a_tensor_here,
+    stable_parameters, tensor_parameters,
 )
 from devlint.semantic.facts import ClassInfo, FileFacts
 
@@ -320,8 +320,22 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.siblings = []
         return None
     if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
+        if not others and not func.attr.value.endswith("_") and _another_cpu_factory(walk, func.value):
+            # `torch.zeros(n, n).masked_fill(mask, v)`: two CPU tensors; the result goes on (an
+            # in-place `masked_fill_` leaves it in the receiver, whose own uses decide)
+            walk.i -= 2
+            walk.siblings = []
+            return None
         return _added_to_list(walk, func, call) or walk.use(func.value)
     return walk.use()
+
+
+def _another_cpu_factory(walk: _Walk, receiver: cst.BaseExpression) -> bool:
+    """A receiver made by a factory without `device=` (through shape methods), or a local name
+    bound only to such factories: meeting it is meeting the CPU, like the value itself."""
+    if isinstance(receiver, cst.Name):
+        return receiver.value in walk.factory_names
+    return values.ValueModel(walk.facts).device_less_factory(receiver) is not None
 
 
 # Builtins that read their argument as Python numbers (`range(n)`, `int(t)`): a host end.
@@ -831,6 +845,8 @@ class FunctionValues:
         """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
         if source in (names.AS_TENSOR, "torch.tensor", "torch.Tensor"):
             data = syntax.positional(call)
+            if data and a_number_here(data[0].value, path, self.facts):
+                return Verdict()  # `torch.tensor(v)` under `isinstance(v, float)`: a 0-dim scalar
             if data and not_a_tensor_here(data[0].value, path, self.facts):
                 data = []  # `torch.tensor(t) if not isinstance(t, Tensor) else t`: here t is no tensor
             if data and is_derived(data[0].value, self.derived, self.facts):

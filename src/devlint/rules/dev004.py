@@ -225,8 +225,9 @@ class UnregisteredTensorAttribute(Rule):
         found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            reads_of = state.read_paths.get(name, ())
-            moved_at_every_read = bool(reads_of) and len(moving[name]) == len(reads_of)
+            # reads in `__init__` run before any `model.to()`: only the later ones need a move
+            reads_of = [path for path, _, _ in state.read_paths.get(name, ()) if not _in_init(path)]
+            moved_at_every_read = bool(reads_of) and all(id(path[-1]) in moving[name] for path in reads_of)
             if name in buffers or moved_at_every_read or name in moved_by_hand:
                 continue
             read_in = state.read_in.get(name, set())
@@ -360,6 +361,11 @@ class UnregisteredTensorAttribute(Rule):
 
 
 MAX_READS_SHOWN = 3  # forward-time reads a finding names
+
+
+def _in_init(path) -> bool:
+    function = next((node for node in reversed(path) if isinstance(node, cst.FunctionDef)), None)
+    return function is not None and function.name.value == "__init__"
 
 
 def _read_after_init(facts) -> frozenset[str]:
@@ -560,8 +566,13 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
         if not all(_moves_nothing(element, facts, local) for element in ancestors[index].slice):
             return False
         read, index = ancestors[index], index - 1
-    while isinstance(ancestors[index], cst.IfExp) and ancestors[index].test is not read:
-        read, index = ancestors[index], index - 1  # `(self.NAME if c else other).type_as(x)`: either is moved
+    while True:
+        if isinstance(ancestors[index], cst.IfExp) and ancestors[index].test is not read:
+            read, index = ancestors[index], index - 1  # `(self.NAME if c else other).type_as(x)`: either is moved
+        elif _keeps_device_of(ancestors, index, read, facts):
+            read, index = ancestors[index - 1], index - 2  # `torch.clone(self.NAME).to(x.device)`
+        else:
+            break
     method, call = ancestors[index], ancestors[index - 1]
     if not (isinstance(method, cst.Attribute) and method.value is read and method.attr.value in ("to", "type_as")
             and isinstance(call, cst.Call) and call.func is method and not syntax.has_star_args(call)):
@@ -579,6 +590,19 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
     # `.to(x)`: a local name, not an imported one (`from torch import float16`)
     return (device.keyword is None and isinstance(value, cst.Name) and facts.resolve(value) is None
             and values.may_be_tensor(value, self_name))
+
+
+# torch functions whose result is a tensor where their one tensor argument is (no `device=`)
+DEVICE_KEEPING_FUNCTIONS = frozenset({"torch.clone", "torch.as_tensor", "torch.tensor", "torch.detach"})
+
+
+def _keeps_device_of(ancestors, index: int, read: cst.CSTNode, facts) -> bool:
+    """`ancestors[index]` is the only argument of a torch function that makes its result where the
+    argument is (`torch.clone(self.NAME)`, `torch.as_tensor(self.NAME)`), with no `device=`."""
+    arg, call = ancestors[index], ancestors[index - 1]
+    return (isinstance(arg, cst.Arg) and arg.value is read and arg.keyword is None and isinstance(call, cst.Call)
+            and facts.resolve(call.func) in DEVICE_KEEPING_FUNCTIONS and len(syntax.positional(call)) == 1
+            and syntax.keyword(call, "device") is None and not syntax.has_star_args(call))
 
 
 def _moves_nothing(element: cst.SubscriptElement, facts, local: "_Locals") -> bool:

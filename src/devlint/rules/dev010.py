@@ -258,6 +258,8 @@ class _Scope:
             return names.returns_tensors(qualified)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            if isinstance(func.value, cst.Name) and func.value.value == self.self_name:
+                return False  # `self.detach()`: the class's own method, whatever its name
             if method in TENSOR_RESULT_METHODS:
                 return True
             if method in MODULE_MEMBERS - {"device", "dtype"}:  # `x.float()`: a tensor when x is one
