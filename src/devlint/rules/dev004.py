@@ -233,6 +233,8 @@ class UnregisteredTensorAttribute(Rule):
             read_in = state.read_in.get(name, set())
             if read_in <= {"__init__"} and name not in _read_after_init(self.facts):
                 continue  # read by nothing that runs after construction: it meets no input
+            if _set_before_every_read(candidate, [path for path, _, _ in state.read_paths.get(name, ())]):
+                continue  # a value of one call, not state that outlives it
             if name in state.registered and read_in <= {"__init__"}:
                 continue  # a host copy of a tensor registered as a buffer under another name, used only there
             if read_in & loader_time and read_in <= loader_time | {"__init__"}:
@@ -361,6 +363,38 @@ class UnregisteredTensorAttribute(Rule):
 
 
 MAX_READS_SHOWN = 3  # forward-time reads a finding names
+
+
+def _set_before_every_read(candidate: _Candidate, read_paths) -> bool:
+    """Whether the method that sets `self.NAME` (not `__init__`) sets it unconditionally, in a
+    statement of its own body, before every read of it in the class, and no other method reads
+    it: each call computes it afresh before using it, so no `model.to()` between calls can leave
+    it behind (where it is made on the CPU, DEV003 reports the factory)."""
+    if candidate.method in (None, "__init__") or not read_paths:
+        return False
+    function = next((node for node in reversed(candidate.ancestors) if isinstance(node, cst.FunctionDef)), None)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    body, name = function.body.body, candidate.target.attr.value
+    first = next((k for k, statement in enumerate(body) if _sets(statement, name, candidate.self_name)), None)
+    if first is None:
+        return False
+    for path in read_paths:
+        k = next((i for i, node in enumerate(path) if node is function), None)
+        if k is None or k + 2 >= len(path) or path[k + 1] is not function.body:
+            return False  # read in another method
+        if next(i for i, statement in enumerate(body) if statement is path[k + 2]) <= first:
+            return False  # read before it is set (or in the statement that sets it)
+    return True
+
+
+def _sets(statement: cst.BaseStatement, name: str, self_name: Optional[str]) -> bool:
+    """`self.NAME = ...` as a whole statement."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(
+            isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+            and t.target.value.value == self_name and t.target.attr.value == name for t in small.targets)
+        for small in statement.body)
 
 
 def _in_init(path) -> bool:
