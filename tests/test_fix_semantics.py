@@ -348,7 +348,8 @@ class Cached(nn.Module):
         self.mask = None
 
     def forward(self, x):
-        self.mask = torch.ones(3)
+        if self.mask is None:
+            self.mask = torch.ones(3)
         return x * self.mask
 '''
 
