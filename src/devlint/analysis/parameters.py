@@ -254,28 +254,25 @@ def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
         return None
     if tested_as_tensor(test, facts) == name:
         return True
-    return False if _tested_as_other(test, name, facts) else None
+    types = _isinstance_types(test, name, facts)
+    return False if types and types <= NOT_TENSOR_TYPES else None
 
 
-# What `isinstance(name, T)` passing proves is no tensor (a tensor is an instance of none of them).
-NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
-NOT_TENSOR_TYPES = NUMBER_TYPES | {"str", "bytes", "list", "tuple", "dict", "set"}
+# Types whose instances are Python numbers, and types none of whose instances is a tensor: what
+# a passed `isinstance(name, T)` proves.
+NUMBER_TYPES = frozenset({"int", "float", "bool", "complex", "numbers.Number"})
+NOT_TENSOR_TYPES = NUMBER_TYPES | {"str", "bytes", "list", "tuple", "dict", "set", "numpy.ndarray", "numpy.generic"}
 
 
-def _tested_as_other(call: cst.Call, name: str, facts, types: frozenset = NOT_TENSOR_TYPES) -> bool:
-    """`isinstance(name, int)`, `isinstance(name, (int, float))`, `isinstance(name, np.ndarray)`:
-    a test that holds only for instances of `types` (and NumPy arrays and numbers, where `types`
-    is every type that is no tensor)."""
+def _isinstance_types(call: cst.Call, name: str, facts) -> Optional[set[str]]:
+    """For `isinstance(name, T)` or `isinstance(name, (T1, T2))`, the types named: a builtin by its
+    name, an imported class by its qualified name (`numpy.ndarray`); None for any other call."""
     args = [a.value for a in call.args]
     if not (isinstance(call.func, cst.Name) and call.func.value == "isinstance" and facts.resolve(call.func) is None
             and len(args) == 2 and isinstance(args[0], cst.Name) and args[0].value == name):
-        return False
-    others = ("numbers.Number",) if types is NUMBER_TYPES else ("numpy.ndarray", "numpy.generic", "numbers.Number")
+        return None
     kinds = [e.value for e in args[1].elements] if isinstance(args[1], cst.Tuple) else [args[1]]
-    return all(
-        (isinstance(kind, cst.Name) and kind.value in types and facts.resolve(kind) is None) or facts.resolve(kind) in others
-        for kind in kinds
-    )
+    return {facts.resolve(kind) or (kind.value if isinstance(kind, cst.Name) else "") for kind in kinds}
 
 
 def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) -> bool:
@@ -284,7 +281,8 @@ def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) 
     if not isinstance(data, cst.Name):
         return False
     for holder, arm in zip(path, path[1:]):
-        if isinstance(holder, (cst.IfExp, cst.If)) and arm is holder.body and isinstance(holder.test, cst.Call) \
-                and _tested_as_other(holder.test, data.value, facts, NUMBER_TYPES):
-            return True
+        if isinstance(holder, (cst.IfExp, cst.If)) and arm is holder.body and isinstance(holder.test, cst.Call):
+            types = _isinstance_types(holder.test, data.value, facts)
+            if types and types <= NUMBER_TYPES:
+                return True
     return False

@@ -230,6 +230,17 @@ def _is_layout(node: cst.CSTNode) -> bool:
     return isinstance(node, _LAYOUT_NODES)
 
 
+def enclosing_function(path: Sequence[cst.CSTNode]) -> Optional[cst.FunctionDef]:
+    """The innermost function on a path of ancestors (None at module or class level)."""
+    return next((node for node in reversed(path) if isinstance(node, cst.FunctionDef)), None)
+
+
+def in_init(path: Sequence[cst.CSTNode]) -> bool:
+    """Whether a path of ancestors is inside an `__init__` (construction, before any `model.to()`)."""
+    function = enclosing_function(path)
+    return function is not None and function.name.value == "__init__"
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below `node` that holds code (itself included), in source order."""
     stack = [node]

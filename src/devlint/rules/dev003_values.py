@@ -300,7 +300,7 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.kept = qualified in _ELEMENTWISE_FUNCTIONS and len(syntax.positional(call)) == 1
         return None
     if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and parent is not call.args[0] \
-            and _in_init(walk.path):
+            and syntax.in_init(walk.path):
         return Fate(MOVE, walk.met)  # registered at construction: `model.to()` takes it along
     if isinstance(func, cst.Attribute) and func.attr.value == "new_tensor" and call.args[0] is parent \
             and walk.is_tensor(func.value):
@@ -374,12 +374,6 @@ def _read_as_size(walk: _Walk, call: cst.Call, arg: cst.Arg) -> bool:
 
 # Sources whose first argument is data (a tensor given there is copied, not read as a size).
 _DATA_SOURCES = names.LEGACY_CONSTRUCTORS | {"torch.tensor", names.AS_TENSOR, names.FROM_NUMPY}
-
-def _in_init(path: Sequence[cst.CSTNode]) -> bool:
-    """The walk is in an `__init__` (construction, before any `model.to()`)."""
-    function = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
-    return function is not None and function.name.value == "__init__"
-
 
 def _loss_class_of(walk: _Walk, func: cst.BaseExpression) -> Optional[str]:
     """The qualified class of `self.NAME` when the enclosing class binds NAME only to instances

@@ -226,7 +226,7 @@ class UnregisteredTensorAttribute(Rule):
         for candidate in state.candidates:
             name = candidate.target.attr.value
             # reads in `__init__` run before any `model.to()`: only the later ones need a move
-            reads_of = [path for path, _, _ in state.read_paths.get(name, ()) if not _in_init(path)]
+            reads_of = [path for path, _, _ in state.read_paths.get(name, ()) if not syntax.in_init(path)]
             moved_at_every_read = bool(reads_of) and all(id(path[-1]) in moving[name] for path in reads_of)
             if name in buffers or moved_at_every_read or name in moved_by_hand:
                 continue
@@ -372,7 +372,7 @@ def _set_before_every_read(candidate: _Candidate, read_paths) -> bool:
     it behind (where it is made on the CPU, DEV003 reports the factory)."""
     if candidate.method in (None, "__init__") or not read_paths:
         return False
-    function = next((node for node in reversed(candidate.ancestors) if isinstance(node, cst.FunctionDef)), None)
+    function = syntax.enclosing_function(candidate.ancestors)
     if function is None or not isinstance(function.body, cst.IndentedBlock):
         return False
     body, name = function.body.body, candidate.target.attr.value
@@ -395,11 +395,6 @@ def _sets(statement: cst.BaseStatement, name: str, self_name: Optional[str]) -> 
             isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
             and t.target.value.value == self_name and t.target.attr.value == name for t in small.targets)
         for small in statement.body)
-
-
-def _in_init(path) -> bool:
-    function = next((node for node in reversed(path) if isinstance(node, cst.FunctionDef)), None)
-    return function is not None and function.name.value == "__init__"
 
 
 def _read_after_init(facts) -> frozenset[str]:

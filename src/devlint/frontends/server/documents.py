@@ -139,25 +139,10 @@ class DocumentStore:
             return Result(version, source, [], None, settings)
         from devlint.workspace.linter import Linter
 
-        from devlint.workspace.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
-
         parse = self.parsers.setdefault(uri, ChunkParser()).parse if uri in self.workspace.text_documents else None
-        linter = Linter(settings, lint_path, parse=parse)
-        try:
-            try:
-                findings = linter.check(source)
-            except RecursionError:  # deeply nested code, as the command line does it
-                findings = _on_a_deep_stack(Linter(settings, lint_path).check, source)
-        except ParseError as exc:
-            return Result(version, source, [], file_error(f"cannot parse: {exc.message}", exc.row, exc.column), settings)
-        except RecursionError:
-            error = file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
-            return Result(version, source, [], error, settings)
-        except Exception as exc:  # noqa: BLE001 - a bug in devlint must not take the server down
-            log.exception("checking %s", path)
-            error = file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
-            return Result(version, source, [], error, settings)
-        return Result(version, source, findings, None, settings)
+        findings, error = _run_check(path, Linter(settings, lint_path, parse=parse).check,
+                                     Linter(settings, lint_path).check, source)
+        return Result(version, source, findings, error, settings)
 
     # --- notebooks -------------------------------------------------------------------------------
     def notebook_cells(self, uri: str) -> tuple[Optional[int], list[NotebookCellText]]:
@@ -182,7 +167,6 @@ class DocumentStore:
         changed since its last check."""
         from devlint.workspace import notebook
         from devlint.workspace.linter import Linter
-        from devlint.workspace.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
 
         settings = self.settings_for(path)
         if isinstance(settings, ConfigError):
@@ -195,22 +179,9 @@ class DocumentStore:
         parse = self.parsers.setdefault(uri, ChunkParser()).parse if is_open else None
         lint_path = path if path is not None else self.root() / "untitled.ipynb"
         linter = Linter(settings, lint_path, parse=parse)
-        try:
-            try:
-                findings = notebook.check_cells(nb, linter)
-            except RecursionError:
-                findings = _on_a_deep_stack(notebook.check_cells, nb, Linter(settings, lint_path))
-        except ParseError as exc:
-            error = replace(file_error(f"cannot parse: {exc.message}", exc.row, exc.column), cell=exc.cell)
-            return NotebookResult(version, cells, [], error, settings)
-        except RecursionError:
-            error = file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
-            return NotebookResult(version, cells, [], error, settings)
-        except Exception as exc:  # noqa: BLE001 - a bug in devlint must not take the server down
-            log.exception("checking %s", path)
-            error = file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
-            return NotebookResult(version, cells, [], error, settings)
-        return NotebookResult(version, cells, findings, None, settings)
+        findings, error = _run_check(path, lambda cells_: notebook.check_cells(cells_, linter),
+                                     lambda cells_: notebook.check_cells(cells_, Linter(settings, lint_path)), nb)
+        return NotebookResult(version, cells, findings, error, settings)
 
     def forget(self, uri: str) -> None:
         """Drop what is kept for a closed document: its pending check, last result and parser."""
@@ -293,3 +264,22 @@ def path_of(uri: str) -> Optional[Path]:
 
 def _is_python(document) -> bool:
     return document.language_id == "python" or str(document.path).endswith(PYTHON_SUFFIXES)
+
+
+def _run_check(path: Optional[Path], check, fresh_check, source) -> tuple[list[Finding], Optional[Finding]]:
+    """`check(source)`, as the command line runs it (on a deeper stack for deeply nested code, with
+    `fresh_check`, a linter that reuses nothing): its findings, or the error that stopped it."""
+    from devlint.workspace.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
+
+    try:
+        try:
+            return check(source), None
+        except RecursionError:
+            return _on_a_deep_stack(fresh_check, source), None
+    except ParseError as exc:
+        return [], replace(file_error(f"cannot parse: {exc.message}", exc.row, exc.column), cell=exc.cell)
+    except RecursionError:
+        return [], file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+    except Exception as exc:  # noqa: BLE001 - a bug in devlint must not take the server down
+        log.exception("checking %s", path)
+        return [], file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
