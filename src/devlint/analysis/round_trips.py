@@ -9,6 +9,8 @@ import libcst as cst
 
 from devlint.core import syntax
 
+# Calls that put the file at their first argument's path at their second's.
+FILE_MOVES = frozenset({"shutil.move", "shutil.copy", "shutil.copy2", "shutil.copyfile", "os.replace", "os.rename"})
 TEMPORARY_FOLDER_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
 
 
@@ -47,12 +49,15 @@ def saved_here(load: cst.Call, root: cst.CSTNode) -> bool:
     order: dict[int, int] = {}
     bindings: dict[str, list[tuple[int, cst.BaseExpression]]] = {}
     saves: list[cst.Call] = []
+    moves: list[cst.Call] = []  # `shutil.move(tmp, p)`: what was saved to tmp is then at p
     stack = [root]
     while stack:
         node = stack.pop()
         order[id(node)] = len(order)
         if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
             saves.append(node)
+        elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) in FILE_MOVES and len(syntax.positional(node)) == 2:
+            moves.append(node)
         target, value = _binding(node)
         if target is not None:
             bindings.setdefault(target, []).append((len(order), value))
@@ -71,6 +76,13 @@ def saved_here(load: cst.Call, root: cst.CSTNode) -> bool:
                 return _unwrap_path(before[-1])
         return expr
 
+    def saved_to(expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        found = _canonical(resolved(expr, at))
+        return any(_canonical(resolved(arg.value, arg)).deep_equals(found) for save in saves for arg in save.args)
+
+    # a file saved under one name and moved into place is saved there too (a cache written
+    # atomically: `torch.save(obj, tmp)` then `shutil.move(tmp, p)`)
+    saves += [move for move in moves if saved_to(syntax.positional(move)[0].value, move)]
     wanted = _canonical(resolved(path, load))
     for save in saves:
         if any(_canonical(resolved(arg.value, arg)).deep_equals(wanted) for arg in save.args):

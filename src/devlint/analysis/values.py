@@ -168,8 +168,13 @@ class ValueModel:
     def __init__(self, facts, names: Callable[[str], Value] = lambda name: UNKNOWN,
                  returns: Optional[Callable[[cst.Call], Optional[Value]]] = None,
                  placed: Optional[dict[str, Placement]] = None, factories: Optional[dict[str, cst.Call]] = None,
-                 module_output: Optional[Callable[[cst.Call], Optional[Placement]]] = None) -> None:
+                 module_output: Optional[Callable[[cst.Call], Optional[Placement]]] = None,
+                 follow_moves: bool = False) -> None:
         self.facts = facts
+        # `t.to(x.device)` lives with the parameters: asked where names are bound in the order
+        # the code runs (DEV004), not of flow-insensitive derived names (DEV003), where a name
+        # rebound to a moved copy of itself would count as moved at its earlier reads too
+        self.follow_moves = follow_moves
         self.names = names
         self.returns = returns
         self.placed = placed if placed is not None else {}
@@ -239,6 +244,10 @@ class ValueModel:
 
     def _attribute(self, expr: cst.Attribute) -> Value:
         attr = expr.attr.value
+        if isinstance(expr.value, cst.Name):  # `self.K`, where the scope set it: what it set
+            known = self.names(f"{expr.value.value}.{attr}")
+            if known != UNKNOWN:
+                return known
         if attr in names.NON_TENSOR_ATTRIBUTES:
             return Value(NON_TENSOR)
         receiver = self.of(expr.value)
@@ -317,6 +326,9 @@ class ValueModel:
         if method in names.NON_TENSOR_METHODS and qualified is None:
             return Value(NON_TENSOR)
         returned = self.returns(expr) if self.returns is not None else None
+        if self.follow_moves and method == "to" and qualified is None and self._to_parameters(expr):
+            # `t.to(x.device)`, `t.to(x)`: moved to where the function's tensor parameters live
+            return Value(_tensor_kind(self.of(func.value)), PARAMETERS)
         if method is not None and qualified is None:  # a method of a value: where the value is
             receiver = self.of(func.value)
             if receiver.kind == MODULE_SELF:  # `self.encoder(x)` in `forward`: where x is
@@ -328,6 +340,19 @@ class ValueModel:
         if qualified is None or not qualified.startswith("torch."):
             return Value(returned.kind if returned is not None else None)
         return self._torch_call(expr, qualified, method)
+
+    def _to_parameters(self, call: cst.Call) -> bool:
+        """`.to(x.device)`, `.to(device=x.device)` or `.to(x)` (a dtype too, `.to(x)` takes
+        both) for an x that lives with the function's tensor parameters."""
+        if not is_move(call, self.facts):
+            return False
+        given = syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
+        if given is None:
+            return False
+        target = given.value
+        if isinstance(target, cst.Attribute) and target.attr.value == "device":
+            target = target.value
+        return self.of(target).place == PARAMETERS
 
     def _torch_call(self, call: cst.Call, qualified: str, method: Optional[str]) -> Value:
         """A new tensor lives where `device=` says (`device=x.device`); another torch function's

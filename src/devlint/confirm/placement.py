@@ -386,6 +386,8 @@ TABLE: list[Entry] = [
     # indexing
     Entry("index: CPU indices into a device tensor", "index", lambda d: _d(d, 4)[_c(2, dtype=torch.long)], ACCEPTS,
           "", "AdvancedIndex moves indices to the indexed tensor's device"),
+    Entry("index: CPU and device indices mixed into a device tensor", "index",
+          lambda d: _d(d, 2, 4)[_c(2, dtype=torch.long), _long(d)], ACCEPTS, "", "AdvancedIndex"),
     Entry("index: CPU bool mask into a device tensor", "index", lambda d: _d(d, 4)[_c(4, dtype=torch.bool)],
           ACCEPTS, "", "AdvancedIndex"),
     Entry("index: device indices into a CPU tensor", "index", lambda d: _c(4)[_long(d)], REJECTS,

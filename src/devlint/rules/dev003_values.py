@@ -707,6 +707,7 @@ class FunctionValues:
         self.node, self.facts, self.is_forward = node, facts, is_forward
         self.host_tables: frozenset = frozenset()  # local names bound to device-less factories
         self.methods: dict = {}  # the enclosing class's methods by name
+        self.lineage_methods: Optional[list] = None  # those of the class and its same-file bases
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
@@ -720,7 +721,11 @@ class FunctionValues:
     @property
     def params(self) -> list[str]:
         if self._params is None:
-            self._params = tensor_parameters(self.node, self.facts, every_parameter=self.is_forward)
+            # in `forward` every parameter may be an input, but one annotated as a Python number
+            # (`layer_index: int = None`) holds no tensor
+            scalars = values.scalar_annotated(self.node) if self.is_forward else set()
+            self._params = [p for p in tensor_parameters(self.node, self.facts, every_parameter=self.is_forward)
+                            if p not in scalars]
         return self._params
 
     @property
@@ -1041,24 +1046,25 @@ class FunctionValues:
             for o in operands)
 
     def _scalar_expression(self, expr: cst.BaseExpression) -> bool:
-        """A Python scalar: as `values.is_python_scalar` says, or arithmetic over such values and
-        the class's scalar attributes (`2 * self.sparsity - 1`)."""
+        """A Python scalar: as `values.is_python_scalar` says, or arithmetic or a conditional
+        expression over such values and the class's scalar attributes (`2 * self.sparsity - 1`)."""
         if values.is_python_scalar(expr, self.facts, self.scalar_names) or self._scalar_attribute(expr):
             return True
         if isinstance(expr, cst.UnaryOperation):
             return self._scalar_expression(expr.expression)
         if isinstance(expr, cst.BinaryOperation):
             return self._scalar_expression(expr.left) and self._scalar_expression(expr.right)
+        if isinstance(expr, cst.IfExp):  # `t if t is not None else self.t`
+            return self._scalar_expression(expr.body) and self._scalar_expression(expr.orelse)
         return False
 
     def _scalar_attribute(self, expr: cst.BaseExpression) -> bool:
-        """`self.NAME` where the class assigns NAME only Python scalars (numbers, parameters
-        annotated `int`/`float`/`bool`)."""
+        """`self.NAME` where the class (with its same-file bases) assigns NAME only Python
+        scalars (numbers, parameters annotated `int`/`float`/`bool`)."""
         if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
             return False
-        return expr.attr.value in values.scalar_attributes(
-            [f for defs in self.methods.values() for f in defs], self.facts
-        )
+        methods = self.lineage_methods if self.lineage_methods is not None else [f for defs in self.methods.values() for f in defs]
+        return expr.attr.value in values.scalar_attributes(methods, self.facts)
 
     def _self_call_results(self) -> set:
         """Local names bound to what `self.f(t)` returns for a tensor t derived from a parameter
@@ -1096,7 +1102,8 @@ class FunctionValues:
         """Whether the value path[-1] makes (a call's result) meets no tensor before it is moved:
         moved first, or only iterated, indexed with or read on the host; with a `position`, the
         element at that position of the tuple the call returns, which the call site must unpack
-        (`a, b = self.f(x)`) and then move before any use."""
+        (`a, b = self.f(x)`) and then move before any use, or use only as an index or on the host
+        (`a, idx = self.f(x)` then `y[idx]`)."""
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
         if position is not None:
@@ -1108,7 +1115,7 @@ class FunctionValues:
                     or not isinstance(parts[position].value, cst.Name):
                 return False
             verdict = self._follow(parts[position].value.value, path, alone=True)
-            return verdict.moved and verdict.forward_use is None
+            return verdict.forward_use is None
         if found.kind in (MOVE, NEUTRAL, NON_TENSOR):
             return True  # moved, or only iterated, indexed with or read on the host: it meets nothing
         if found.kind == USE and not found.met and _stored_then_moved(path, found.at, self.facts):

@@ -9,6 +9,7 @@ import libcst as cst
 
 from devlint.analysis import values
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
+from devlint.analysis.parameters import tensor_parameters
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.semantic import facts as facts_module
@@ -58,6 +59,7 @@ class _ClassState:
     registered: set[str] = field(default_factory=set)  # attributes read as an argument of a buffer registration
     trained: set[str] = field(default_factory=set)  # attributes set to an `nn.Parameter(...)` somewhere
     untrained: set[str] = field(default_factory=set)  # attributes set elsewhere to a value not `None` nor a literal
+    input_sets: set[int] = field(default_factory=set)  # ids of the `self.NAME = ...` outside `__init__` made from the inputs
 
 
 @dataclass
@@ -66,6 +68,9 @@ class _FunctionState:
     kinds: dict[str, Optional[str]] = field(default_factory=dict)  # local name -> TENSOR, CONTAINER or None
     integral_names: set[str] = field(default_factory=set)  # local names holding integer or bool tensors
     made: dict[str, cst.BaseExpression] = field(default_factory=dict)  # local name -> the tensor expression bound
+    # local name (or `self.NAME` this method set) -> values.PARAMETERS where it lives with the
+    # method's tensor parameters; None until the method's first assignment fills in the parameters
+    places: Optional[dict[str, str]] = None
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -145,15 +150,29 @@ class UnregisteredTensorAttribute(Rule):
         methods = klass_info.methods if klass_info else {}
         state = self._functions[frame]
         env, integral_names = state.kinds, state.integral_names
-        kind = self.values.kind(value, env, frame.self_name, methods)
+        if state.places is None:
+            state.places = _input_places(frame, self.facts)
+        held = self.values.value(value, env, frame.self_name, methods, state.places)
+        kind = held.kind if held.kind in (values.TENSOR, values.CONTAINER) else None
+        with_inputs = held.place == values.PARAMETERS and frame.method not in (None, "__init__")
         integral = kind == TENSOR and is_integral(value, integral_names, self.facts)
         properties = self.facts.properties(frame.klass.node)
         for target in targets:
             if isinstance(target, (cst.Tuple, cst.List)):  # `self.a, self.b = None, None`: attributes taken
+                for name, part in _unpacked(target, value):  # `x, y = z[:, :-1], z[:, 1:]`
+                    part_place = self.values.value(part, env, frame.self_name, methods, state.places).place if part is not value \
+                        else held.place
+                    _set_place(state.places, name, part_place)
                 self._classes[frame.klass].plain.update(
                     a for a in (frame.self_attribute(t) for t in syntax.unpacked_targets(target)) if a is not None)
                 continue
             attribute = frame.self_attribute(target)
+            if attribute is not None and frame.method != "__init__":
+                _set_place(state.places, f"{frame.self_name}.{attribute}", held.place)
+                if with_inputs:
+                    self._classes[frame.klass].input_sets.add(id(statement))
+            if isinstance(target, cst.Name):
+                _set_place(state.places, target.value, held.place)
             if attribute is not None:
                 if attribute in properties:
                     continue  # a property's setter decides where the value goes: not a plain attribute
@@ -161,10 +180,15 @@ class UnregisteredTensorAttribute(Rule):
                     after_init = frame.method != "__init__" or state.after_init
                     local = value.value if isinstance(value, cst.Name) and value.value in state.made else None
                     made = (state.made[local], f"`{local}` is made") if local else (value, self._made_clause(value))
-                    self._classes[frame.klass].candidates.append(
+                    klass = self._classes[frame.klass]
+                    klass.candidates.append(
                         _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made,
                                    tuple(self.ctx.ancestors), frame.method)
                     )
+                    if with_inputs:  # decided at the class's end, once it is known whether this runs at forward time
+                        if klass.reads is None:
+                            klass.reads = ForwardTimeSites(self.ctx[ForwardTime])
+                        klass.reads.add(_WITH_INPUTS + attribute, target, frame)
                 else:  # None, a number, a Parameter, a submodule: register_buffer would raise KeyError
                     klass = self._classes[frame.klass]
                     klass.plain.add(attribute)
@@ -259,6 +283,9 @@ class UnregisteredTensorAttribute(Rule):
             is made and where forward-time code reads it (where it meets the inputs' device)."""
             for candidate, message, fix in found:
                 name = candidate.target.attr.value
+                if reads is not None and any(t is candidate.target for t, _ in reads.at_forward_time(_WITH_INPUTS + name)) \
+                        and _renewed_at_every_call(candidate, state.input_sets):
+                    continue  # computed afresh from the inputs at every forward call: it lives where they do
                 uses = [(read, method) for read, method in (reads.at_forward_time(name) if reads is not None else [])
                         if id(read) not in moving[name]]
                 if fix is not None and _read_beside(name, uses, apart, reads):
@@ -363,6 +390,72 @@ class UnregisteredTensorAttribute(Rule):
 
 
 MAX_READS_SHOWN = 3  # forward-time reads a finding names
+
+
+# the key under which a class's sites record the assignments of `self.NAME` made from the inputs
+_WITH_INPUTS = "="
+
+
+def _input_places(frame, facts) -> dict[str, str]:
+    """A method's tensor parameters (all but `self` and those annotated as Python scalars),
+    each living with the inputs (`values.PARAMETERS`); none for `__init__`."""
+    if frame.method in (None, "__init__"):
+        return {}
+    scalars = values.scalar_annotated(frame.node)
+    return {name: values.PARAMETERS for name in tensor_parameters(frame.node, facts, every_parameter=True)
+            if name not in scalars and name != frame.self_name}
+
+
+def _renewed_at_every_call(candidate: _Candidate, input_sets: set[int]) -> bool:
+    """Whether the method that makes the candidate sets `self.NAME` from its inputs at every
+    call: in a statement of its own body, or in every arm of an `if`/`else` there (a lazy cache
+    set only under `if self.NAME is None:` is not renewed: it outlives the call)."""
+    function = syntax.enclosing_function(candidate.ancestors)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    name, self_name = candidate.target.attr.value, candidate.self_name
+
+    def sets(block) -> bool:
+        for statement in block.body:
+            if isinstance(statement, cst.SimpleStatementLine) and _sets(statement, name, self_name) \
+                    and any(id(small) in input_sets for small in statement.body):
+                return True
+            if isinstance(statement, cst.If) and _every_arm(statement, sets):
+                return True
+        return False
+    return sets(function.body)
+
+
+def _every_arm(node: cst.If, sets) -> bool:
+    """`sets` holds in the body of every arm of an `if`/`elif`/`else` that has an `else`."""
+    while True:
+        if not sets(node.body):
+            return False
+        if node.orelse is None:
+            return False
+        if isinstance(node.orelse, cst.If):
+            node = node.orelse
+            continue
+        return sets(node.orelse.body)
+
+
+def _unpacked(target: cst.Tuple | cst.List, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+    """The local names a tuple target binds, each with its part of a tuple value of the same
+    length, or with the whole value (the parts of a value live where it does)."""
+    elements = [e.value for e in target.elements]
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        pairs = zip(elements, (e.value for e in value.elements))
+    else:
+        pairs = ((e, value) for e in elements)
+    return [(t.value, part) for t, part in pairs if isinstance(t, cst.Name)]
+
+
+def _set_place(places: dict[str, str], key: str, place: Optional[str]) -> None:
+    if place == values.PARAMETERS:
+        places[key] = place
+    else:
+        places.pop(key, None)
 
 
 def _set_before_every_read(candidate: _Candidate, read_paths) -> bool:
@@ -738,11 +831,18 @@ class TensorValues:
     def kind(self, expr: cst.BaseExpression, env: dict[str, Optional[str]], self_name: Optional[str] = None,
              methods: Optional[dict] = None) -> Optional[str]:
         """TENSOR, CONTAINER, or None (no tensor, or not known to be one)."""
-        model = values.ValueModel(
-            self.facts, lambda name: values.Value(env.get(name)), lambda call: self._returned(call, self_name, methods)
-        )
-        kind = model.of(expr).kind
+        kind = self.value(expr, env, self_name, methods).kind
         return kind if kind in (TENSOR, CONTAINER) else None
+
+    def value(self, expr: cst.BaseExpression, env: dict[str, Optional[str]], self_name: Optional[str] = None,
+              methods: Optional[dict] = None, places: Optional[dict[str, str]] = None) -> values.Value:
+        """What expr holds and, given `places`, whether it lives with the method's tensor parameters."""
+        places = places or {}
+        model = values.ValueModel(
+            self.facts, lambda name: values.Value(env.get(name), places.get(name)) if name in env or name in places
+            else values.UNKNOWN, lambda call: self._returned(call, self_name, methods), follow_moves=True
+        )
+        return model.of(expr)
 
     def _returned(self, call: cst.Call, self_name: Optional[str], methods: Optional[dict]) -> Optional[values.Value]:
         """What a call of a same-file method (`self.m(...)`) or function returns; None for other calls."""

@@ -20,6 +20,21 @@ TEXT_CALLS = frozenset({
 })
 
 
+# Array libraries with devices of their own, named by the same strings ("cuda:0" in JAX and Warp).
+OTHER_ARRAY_LIBRARIES = frozenset({"jax", "jaxlib", "warp", "cupy", "tensorflow", "mlx", "paddle", "mxnet"})
+
+
+def _imported_roots(scope: cst.CSTNode) -> frozenset[str]:
+    """The top-level packages that `import` statements anywhere inside scope name."""
+    roots = set()
+    for node in syntax.walk(scope):
+        if isinstance(node, cst.Import):
+            roots.update((syntax.dotted_name(a.name) or "").split(".")[0] for a in node.names)
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            roots.add((syntax.dotted_name(node.module) or "").split(".")[0])
+    return frozenset(roots)
+
+
 class HardcodedCudaString(Rule):
     """`"cuda"` / `"cuda:N"` where a device goes (`torch.device(...)`, `.to(...)`, `device=`,
     `map_location=`, a `device` default or assignment), and `"cuda" if x.is_cuda else "cpu"`,
@@ -68,6 +83,8 @@ class HardcodedCudaString(Rule):
             return  # `def f(device="cuda")` never reading `device`; a name only formatted into text
         if self.ctx[DeviceContexts].fake:
             return  # under `with FakeTensorMode():` a "cuda" tensor is fake: no GPU is touched
+        if self._another_library_scope(path):
+            return  # `self._device = "cuda:0"` in a class whose methods import jax, not torch: a JAX device
         cuda_guards = self.ctx[CudaGuards]
         raised = self._raised_without_cuda(path, i, ordinal=shown is None)
         if cuda_guards.is_guarded(placement_expressions_guard=False) or (raised and cuda_guards.caught(raised)):
@@ -111,6 +128,23 @@ class HardcodedCudaString(Rule):
         if keyword == "device" or (keyword is None and syntax.method_name(grand) == "to"):
             return "RuntimeError" if ordinal else "AssertionError"
         return None
+
+    def _another_library_scope(self, path) -> bool:
+        """Whether the innermost class or function around the literal that imports an array
+        library (in its own body or its methods) imports another one than torch (`jax`, `warp`,
+        `cupy`, ...) and not torch: its device strings are that library's devices."""
+        known = self.facts.memo.setdefault("dev005.imports", {})
+        for scope in reversed(path):
+            if not isinstance(scope, (cst.ClassDef, cst.FunctionDef)):
+                continue
+            if id(scope) not in known:
+                known[id(scope)] = _imported_roots(scope)
+            roots = known[id(scope)]
+            if "torch" in roots:
+                return False
+            if roots & OTHER_ARRAY_LIBRARIES:
+                return True
+        return False
 
     def _in_default_device(self) -> bool:
         return any(
