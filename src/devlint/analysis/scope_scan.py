@@ -186,6 +186,11 @@ class ScopeScan:
         return qualified.startswith("torchvision.datasets.") or last.endswith("Dataset")
 
     def _placed_dataset(self, call: cst.Call) -> bool:
+        """A data set built from tensors this code placed, or given a device to build its items
+        on (`PdeDataset(..., device=device)`; not `device="cpu"`)."""
+        device = syntax.keyword(call, "device")
+        if device is not None and syntax.string_value(device.value) != "cpu" and syntax.dotted_name(device.value) != "None":
+            return True
         return any(self.placement_of(a.value) is not None for a in call.args)
 
     # --- the scan ----------------------------------------------------------------------------

@@ -161,6 +161,11 @@ def _attribute(walk: _Walk, parent: cst.Attribute) -> Optional[Fate]:
     return Fate(NON_TENSOR, walk.met)
 
 
+# Tensor methods whose one tensor argument gives only its dtype, device or shape: the receiver
+# is cast, moved or reshaped by it, and never combined with it.
+_READS_ITS_FORM = frozenset({"type_as", "to", "expand_as", "view_as", "reshape_as"})
+
+
 def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
     if values.is_move(call, walk.facts):
         return Fate(MOVE, walk.met)
@@ -303,8 +308,11 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
             and syntax.in_init(walk.path):
         return Fate(MOVE, walk.met)  # registered at construction: `model.to()` takes it along
     if isinstance(func, cst.Attribute) and func.attr.value == "new_tensor" and call.args[0] is parent \
-            and walk.is_tensor(func.value):
+            and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
         return Fate(MOVE, walk.met)  # `signal.new_tensor(v)` copies v's data onto signal's device
+    if isinstance(func, cst.Attribute) and func.attr.value in _READS_ITS_FORM and call.args[0] is parent \
+            and len(call.args) == 1:
+        return Fate(NEUTRAL, walk.met)  # `s.type_as(v)`, `s.to(v)`, `s.expand_as(v)`: v's dtype, device or shape only
     if isinstance(func, cst.Attribute) and func.attr.value in _WRITES and call.args[0] is parent:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):

@@ -201,7 +201,7 @@ class UnregisteredTensorAttribute(Rule):
                         # next statements of the same block make it a parameter or a submodule
                         block = _block_made_parameter(self.ctx.ancestors, attribute, frame.self_name, self.facts)
                         klass.candidates = [c for c in klass.candidates if not (
-                            c.target.attr.value == attribute and _innermost_block(c.ancestors) is block)]
+                            c.target.attr.value == attribute and _runs_in_block(c.ancestors, block))]
                     elif not (syntax.is_number_literal(value) or syntax.string_value(value) is not None
                               or isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
                         klass.untrained.add(attribute)
@@ -413,30 +413,29 @@ def _renewed_at_every_call(candidate: _Candidate, input_sets: set[int]) -> bool:
     function = syntax.enclosing_function(candidate.ancestors)
     if function is None or not isinstance(function.body, cst.IndentedBlock):
         return False
-    name, self_name = candidate.target.attr.value, candidate.self_name
-
-    def sets(block) -> bool:
-        for statement in block.body:
-            if isinstance(statement, cst.SimpleStatementLine) and _sets(statement, name, self_name) \
-                    and any(id(small) in input_sets for small in statement.body):
-                return True
-            if isinstance(statement, cst.If) and _every_arm(statement, sets):
-                return True
-        return False
-    return sets(function.body)
+    return _sets_from_inputs(function.body, candidate.target.attr.value, candidate.self_name, input_sets)
 
 
-def _every_arm(node: cst.If, sets) -> bool:
-    """`sets` holds in the body of every arm of an `if`/`elif`/`else` that has an `else`."""
+def _sets_from_inputs(block, name: str, self_name: Optional[str], input_sets: set[int]) -> bool:
+    """A statement of `block` sets `self.NAME` from the inputs, or an `if` there does in every arm."""
+    for statement in block.body:
+        if isinstance(statement, cst.SimpleStatementLine) and _sets(statement, name, self_name) \
+                and any(id(small) in input_sets for small in statement.body):
+            return True
+        if isinstance(statement, cst.If) and _every_arm_sets(statement, name, self_name, input_sets):
+            return True
+    return False
+
+
+def _every_arm_sets(node: cst.If, name: str, self_name: Optional[str], input_sets: set[int]) -> bool:
+    """Every arm of an `if`/`elif`/`else` that ends in an `else` sets `self.NAME` from the inputs."""
     while True:
-        if not sets(node.body):
-            return False
-        if node.orelse is None:
+        if not _sets_from_inputs(node.body, name, self_name, input_sets) or node.orelse is None:
             return False
         if isinstance(node.orelse, cst.If):
             node = node.orelse
             continue
-        return sets(node.orelse.body)
+        return _sets_from_inputs(node.orelse.body, name, self_name, input_sets)
 
 
 def _unpacked(target: cst.Tuple | cst.List, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
@@ -1019,6 +1018,9 @@ def _every_arm_makes_parameter(node: cst.If, attribute: str, self_name: str, fac
         for body in bodies)
 
 
-def _innermost_block(ancestors) -> Optional[cst.CSTNode]:
-    """The block (a function's or a compound statement's body) that holds the statement."""
-    return next((n for n in reversed(ancestors) if isinstance(n, (cst.IndentedBlock, cst.Module))), None)
+def _runs_in_block(ancestors, block: cst.CSTNode) -> bool:
+    """The assignment runs as part of `block`: in it, or in a compound statement there (an arm
+    of `if not isinstance(b, Tensor): self.b = torch.tensor(b)` before `self.b =
+    nn.Parameter(self.b)`), not in a function or class defined there, which runs later."""
+    k = next((i for i, n in enumerate(ancestors) if n is block), None)
+    return k is not None and not any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in ancestors[k + 1:])

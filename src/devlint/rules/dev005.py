@@ -176,7 +176,7 @@ class HardcodedCudaString(Rule):
             if kw in ("device", "map_location"):
                 return True
             if kw == "default" and callee == "add_argument":
-                return any("device" in (syntax.string_value(a.value) or "").lower() for a in syntax.positional(call)) \
+                return any(_is_device_name((syntax.string_value(a.value) or "").lower()) for a in syntax.positional(call)) \
                     and self._option_read(call, call_path)
             return False
         first = syntax.positional(call)[:1] == [arg]
@@ -370,9 +370,14 @@ def _names_device(target: cst.BaseExpression) -> bool:
     return name is not None and _is_device_name(name.lower())
 
 
+# Words that make a name with "device" in it a number: `per_device_batch_size`, `num_devices`.
+NUMBER_WORDS = ("size", "num", "count", "per_device", "batch", "steps")
+
+
 def _is_device_name(name: str) -> bool:
-    """`device`, `eval_device`, not `device_type` (a kind of device for autocast, not a device)."""
-    return "device" in name and "device_type" not in name
+    """`device`, `eval_device`, not `device_type` (a kind of device for autocast, not a device)
+    nor a number of or per device (`per_device_batch_size`, `num_devices`)."""
+    return "device" in name and "device_type" not in name and not any(word in name for word in NUMBER_WORDS)
 
 
 def _device_type_with_index(path, i: int, facts) -> bool:

@@ -430,8 +430,9 @@ class ModuleInPlainContainer(Rule):
             self._passed_on(registered.value, frame, klass, method)
             if isinstance(registered.value, cst.Name):
                 method.stored.add(registered.value.value)
-        elif self._constructor(func) is not None and frame.method != "forward":
-            # `nn.ModuleList(self.blocks)`, `nn.Sequential(*layers)`; one built in forward registers nothing
+        elif (self._constructor(func) is not None or _builds_an_object(func)) and frame.method != "forward":
+            # `nn.ModuleList(self.blocks)`, `nn.Sequential(*layers)`, `_SelectionNetwork(scalers=self.scalers)`
+            # (a class from elsewhere may register what it is given); one built in forward registers nothing
             for arg in node.args:
                 self._passed_on(arg.value, frame, klass, method)
 
@@ -653,3 +654,10 @@ def _merge(into: _Contents, other: _Contents, nested_pairs: bool = False) -> Non
 def _innermost_block(ancestors) -> Optional[cst.CSTNode]:
     """The block (a function's or a compound statement's body) that holds the statement."""
     return next((n for n in reversed(ancestors) if isinstance(n, (cst.IndentedBlock, cst.Module))), None)
+
+
+def _builds_an_object(func: cst.BaseExpression) -> bool:
+    """A call of a class by its name (capitalised, a leading underscore aside: `_Selection(...)`,
+    `blocks.Stage(...)`), which may be a module that registers what it is given."""
+    last = syntax.last_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    return last is not None and last.lstrip("_")[:1].isupper()
