@@ -169,12 +169,13 @@ class ValueModel:
                  returns: Optional[Callable[[cst.Call], Optional[Value]]] = None,
                  placed: Optional[dict[str, Placement]] = None, factories: Optional[dict[str, cst.Call]] = None,
                  module_output: Optional[Callable[[cst.Call], Optional[Placement]]] = None,
-                 follow_moves: bool = False) -> None:
+                 in_order: bool = False) -> None:
         self.facts = facts
-        # `t.to(x.device)` lives with the parameters: asked where names are bound in the order
-        # the code runs (DEV004), not of flow-insensitive derived names (DEV003), where a name
-        # rebound to a moved copy of itself would count as moved at its earlier reads too
-        self.follow_moves = follow_moves
+        # `names` gives what a name holds where the code reads it, bound in the order the code
+        # runs, `self.NAME` included (DEV004): then `t.to(x.device)` lives with the parameters.
+        # Not for flow-insensitive derived names (DEV003), where a name rebound to a moved copy
+        # of itself would count as moved at its earlier reads too.
+        self.in_order = in_order
         self.names = names
         self.returns = returns
         self.placed = placed if placed is not None else {}
@@ -244,7 +245,7 @@ class ValueModel:
 
     def _attribute(self, expr: cst.Attribute) -> Value:
         attr = expr.attr.value
-        if isinstance(expr.value, cst.Name):  # `self.K`, where the scope set it: what it set
+        if self.in_order and isinstance(expr.value, cst.Name):  # `self.K`, where the scope set it: what it set
             known = self.names(f"{expr.value.value}.{attr}")
             if known != UNKNOWN:
                 return known
@@ -326,7 +327,7 @@ class ValueModel:
         if method in names.NON_TENSOR_METHODS and qualified is None:
             return Value(NON_TENSOR)
         returned = self.returns(expr) if self.returns is not None else None
-        if self.follow_moves and method == "to" and qualified is None and self._to_parameters(expr):
+        if self.in_order and method == "to" and qualified is None and self._to_parameters(expr):
             # `t.to(x.device)`, `t.to(x)`: moved to where the function's tensor parameters live
             return Value(_tensor_kind(self.of(func.value)), PARAMETERS)
         if method is not None and qualified is None:  # a method of a value: where the value is

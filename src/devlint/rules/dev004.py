@@ -9,7 +9,6 @@ import libcst as cst
 
 from devlint.analysis import values
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
-from devlint.analysis.parameters import tensor_parameters
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.semantic import facts as facts_module
@@ -151,7 +150,7 @@ class UnregisteredTensorAttribute(Rule):
         state = self._functions[frame]
         env, integral_names = state.kinds, state.integral_names
         if state.places is None:
-            state.places = _input_places(frame, self.facts)
+            state.places = _input_places(frame)
         held = self.values.value(value, env, frame.self_name, methods, state.places)
         kind = held.kind if held.kind in (values.TENSOR, values.CONTAINER) else None
         with_inputs = held.place == values.PARAMETERS and frame.method not in (None, "__init__")
@@ -396,14 +395,14 @@ MAX_READS_SHOWN = 3  # forward-time reads a finding names
 _WITH_INPUTS = "="
 
 
-def _input_places(frame, facts) -> dict[str, str]:
-    """A method's tensor parameters (all but `self` and those annotated as Python scalars),
-    each living with the inputs (`values.PARAMETERS`); none for `__init__`."""
+def _input_places(frame) -> dict[str, str]:
+    """A method's parameters (but `self`, `*args`, `**kwargs` and those annotated as Python
+    numbers), each living with the inputs (`values.PARAMETERS`); none for `__init__`."""
     if frame.method in (None, "__init__"):
         return {}
     scalars = values.scalar_annotated(frame.node)
-    return {name: values.PARAMETERS for name in tensor_parameters(frame.node, facts, every_parameter=True)
-            if name not in scalars and name != frame.self_name}
+    return {p.name.value: values.PARAMETERS for p in syntax.all_params(frame.node.params)
+            if p.star not in ("*", "**") and p.name.value not in scalars and p.name.value != frame.self_name}
 
 
 def _renewed_at_every_call(candidate: _Candidate, input_sets: set[int]) -> bool:
@@ -839,7 +838,7 @@ class TensorValues:
         places = places or {}
         model = values.ValueModel(
             self.facts, lambda name: values.Value(env.get(name), places.get(name)) if name in env or name in places
-            else values.UNKNOWN, lambda call: self._returned(call, self_name, methods), follow_moves=True
+            else values.UNKNOWN, lambda call: self._returned(call, self_name, methods), in_order=True
         )
         return model.of(expr)
 
