@@ -13,6 +13,11 @@ from devlint.torchinfo import guards
 
 # Calls whose `device` means a device *type* or a backend, where "cuda" is the right word.
 DEVICE_TYPE_CALLS = frozenset({"autocast", "GradScaler", "init_process_group", "init_device_mesh"})
+# unittest's assertions that compare their arguments (`self.assertEqual(x.device,
+# torch.device("cuda"))`): a device given to them is only compared.
+COMPARING_CALLS = frozenset({
+    "assertEqual", "assertEquals", "assertNotEqual", "assertIs", "assertIsNot", "assertIn", "assertNotIn",
+})
 # Calls that turn their arguments into text: a device given to them places nothing.
 TEXT_CALLS = frozenset({
     "format", "format_map", "substitute", "safe_substitute", "str", "repr", "print",
@@ -255,7 +260,7 @@ def _device_value(facts, path, i: int) -> int:
 
 def _places_nothing(path, j: int) -> bool:
     """Whether the device path[j] is only compared (`dev == torch.device("cuda")`, `dev is ...`,
-    `in`; also its `.type` or `.index`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
+    `in`, `self.assertEqual(dev, ...)`; also its `.type` or `.index`), a dictionary key, or formatted into text (an f-string, `%`, `str(...)`, `print`, a
     logging call, `MSG.format(device=...)`): nothing is placed there."""
     j = _display_holding(path, j)  # an element of a tuple, list or set: where the display goes decides
     node, parent = path[j], path[j - 1] if j > 0 else None
@@ -268,8 +273,8 @@ def _places_nothing(path, j: int) -> bool:
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo):
         return parent.right is node and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString))
     if isinstance(parent, cst.Arg) and j > 1 and isinstance(path[j - 2], cst.Call):
-        # text, or the kind of device `autocast` and its kin take (`autocast("cuda" if x.is_cuda else "cpu")`)
-        return syntax.last_name(path[j - 2].func) in TEXT_CALLS | DEVICE_TYPE_CALLS
+        # text, a comparison, or the kind of device `autocast` and its kin take (`autocast("cuda" if x.is_cuda else "cpu")`)
+        return syntax.last_name(path[j - 2].func) in TEXT_CALLS | DEVICE_TYPE_CALLS | COMPARING_CALLS
     return False
 
 
