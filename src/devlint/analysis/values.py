@@ -212,10 +212,10 @@ class ValueModel:
             if is_host_call(expr, self.facts):
                 return None  # on the host, whatever it came from
             if method == "cuda":
-                index = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
+                index = _device_given(expr)
                 return Placement(index.value if index is not None else None, exact=False, at=expr)
             if method == "to" and not is_dtype_only_move(expr, self.facts):
-                device = syntax.keyword(expr, "device") or next(iter(syntax.positional(expr)), None)
+                device = _device_given(expr)
                 return Placement(device.value if device is not None else None, at=expr)
             if method == "forward" or isinstance(func, cst.Name):  # calling a module
                 return self.module_output(expr)
@@ -347,7 +347,7 @@ class ValueModel:
         both) for an x that lives with the function's tensor parameters."""
         if not is_move(call, self.facts):
             return False
-        given = syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
+        given = _device_given(call)
         if given is None:
             return False
         target = given.value
@@ -395,9 +395,15 @@ def is_host_value(expr: cst.BaseExpression, facts, names: Callable[[str], Value]
     return ValueModel(facts, names).of(expr).place == HOST
 
 
+def _device_given(call: cst.Call) -> Optional[cst.Arg]:
+    """The device a move names (`.to(d)`, `.to(device=d)`, `.cuda(k)`): its `device=` or first
+    positional argument."""
+    return syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
+
+
 def to_cpu(facts, call: cst.Call) -> bool:
     """`.to("cpu")`, `.to(torch.device("cpu"))`."""
-    device = syntax.keyword(call, "device") or next(iter(syntax.positional(call)), None)
+    device = _device_given(call)
     if device is None:
         return False
     value = device.value

@@ -63,7 +63,7 @@ class FactoryWithoutDevice(Rule):
         info = self.facts.class_info(frame.klass.node) if frame.klass is not None else None
         if info is not None and frame.method == node.name.value:
             function.methods = info.methods
-            function.lineage_methods = [f for klass in self.facts.lineage(info) for defs in klass.methods.values() for f in defs]
+            function.klass = info
         function.host_tables = frozenset(
             found.name for found in (fate(path, self.facts, function.is_tensor, methods=function.methods) for _, _, path in candidates)
             if found.kind == ASSIGNED

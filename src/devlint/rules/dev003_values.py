@@ -715,7 +715,8 @@ class FunctionValues:
         self.node, self.facts, self.is_forward = node, facts, is_forward
         self.host_tables: frozenset = frozenset()  # local names bound to device-less factories
         self.methods: dict = {}  # the enclosing class's methods by name
-        self.lineage_methods: Optional[list] = None  # those of the class and its same-file bases
+        self.klass: Optional[ClassInfo] = None  # that class, where this is one of its methods
+        self._scalar_attributes: Optional[frozenset] = None
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
@@ -1071,8 +1072,18 @@ class FunctionValues:
         scalars (numbers, parameters annotated `int`/`float`/`bool`)."""
         if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
             return False
-        methods = self.lineage_methods if self.lineage_methods is not None else [f for defs in self.methods.values() for f in defs]
-        return expr.attr.value in values.scalar_attributes(methods, self.facts)
+        if self._scalar_attributes is None:
+            if self.klass is None:
+                self._scalar_attributes = values.scalar_attributes(
+                    [f for defs in self.methods.values() for f in defs], self.facts)
+            else:  # one answer per class of the file, shared by its methods' views
+                known = self.facts.memo.setdefault("dev003.scalar-attributes", {})
+                if id(self.klass) not in known:
+                    known[id(self.klass)] = values.scalar_attributes(
+                        [f for klass in self.facts.lineage(self.klass) for defs in klass.methods.values() for f in defs],
+                        self.facts)
+                self._scalar_attributes = known[id(self.klass)]
+        return expr.attr.value in self._scalar_attributes
 
     def _self_call_results(self) -> set:
         """Local names bound to what `self.f(t)` returns for a tensor t derived from a parameter

@@ -421,20 +421,21 @@ def _sets_from_inputs(block, name: str, self_name: Optional[str], input_sets: se
         if isinstance(statement, cst.SimpleStatementLine) and _sets(statement, name, self_name) \
                 and any(id(small) in input_sets for small in statement.body):
             return True
-        if isinstance(statement, cst.If) and _every_arm_sets(statement, name, self_name, input_sets):
+        bodies = _arm_bodies(statement) if isinstance(statement, cst.If) else None
+        if bodies is not None and all(_sets_from_inputs(body, name, self_name, input_sets) for body in bodies):
             return True
     return False
 
 
-def _every_arm_sets(node: cst.If, name: str, self_name: Optional[str], input_sets: set[int]) -> bool:
-    """Every arm of an `if`/`elif`/`else` that ends in an `else` sets `self.NAME` from the inputs."""
-    while True:
-        if not _sets_from_inputs(node.body, name, self_name, input_sets) or node.orelse is None:
-            return False
-        if isinstance(node.orelse, cst.If):
-            node = node.orelse
-            continue
-        return _sets_from_inputs(node.orelse.body, name, self_name, input_sets)
+def _arm_bodies(node: cst.If) -> Optional[list[cst.BaseSuite]]:
+    """The bodies of an `if`/`elif`/`else` chain, or None where it ends without an `else` (there
+    a call may run none of them)."""
+    bodies: list[cst.BaseSuite] = []
+    arm: Optional[cst.CSTNode] = node
+    while isinstance(arm, cst.If):
+        bodies.append(arm.body)
+        arm = arm.orelse
+    return bodies + [arm.body] if isinstance(arm, cst.Else) else None
 
 
 def _unpacked(target: cst.Tuple | cst.List, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
@@ -1000,15 +1001,8 @@ def _block_made_parameter(ancestors, attribute: str, self_name: str, facts) -> O
 
 
 def _every_arm_makes_parameter(node: cst.If, attribute: str, self_name: str, facts) -> bool:
-    arm: Optional[cst.CSTNode] = node
-    bodies = []
-    while isinstance(arm, cst.If):
-        bodies.append(arm.body)
-        arm = arm.orelse
-    if not isinstance(arm, cst.Else):
-        return False
-    bodies.append(arm.body)
-    return all(any(
+    bodies = _arm_bodies(node)
+    return bodies is not None and all(any(
         isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)
         and facts.resolve(small.value.func) in values.PARAMETER_CLASSES
         and any(isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
