@@ -554,11 +554,16 @@ def is_scalar_factory(call: cst.Call, facts, scalar_names: Callable[[], frozense
     return len(args) == 1 and is_python_scalar(args[0].value, facts, scalar_names)
 
 
-def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
+def scalar_names(func: cst.FunctionDef, facts, number_defaults: bool = False) -> frozenset:
     """The local names of func bound only to Python scalars (`n = x.shape[0]`, `n: int` as a
     parameter, `n, c, h, w = x.shape`): every binding is a plain assignment of a scalar expression
-    or the unpacking of a shape; other parameters, loop targets and unpacked names are not."""
+    or the unpacking of a shape; other parameters, loop targets and unpacked names are not.
+    `number_defaults`: also unannotated parameters whose default is a number (a constructor's
+    settings, `def __init__(self, dim=32)`)."""
     annotated = scalar_annotated(func)
+    if number_defaults:
+        annotated |= {p.name.value for p in syntax.all_params(func.params)
+                      if p.annotation is None and p.default is not None and syntax.is_number_literal(p.default)}
     values_of: dict[str, list] = {name: [] for name in annotated}
     other = set(syntax.param_names(func.params)) - annotated
     for node in syntax.walk_expressions(func.body):
@@ -589,7 +594,8 @@ def scalar_names(func: cst.FunctionDef, facts) -> frozenset:
 
 def scalar_attributes(methods, facts) -> frozenset:
     """The attributes `self.NAME` that the given methods of one class assign only Python
-    scalars (by `scalar_names` of the method: literals, number-annotated parameters, ...)."""
+    scalars (by `scalar_names` of the method: literals, number-annotated parameters, the
+    constructor's parameters with a number default, ...)."""
     bound: dict[str, bool] = {}
     for method in methods:
         scalars = None
@@ -599,8 +605,8 @@ def scalar_attributes(methods, facts) -> frozenset:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-                    if scalars is None:
-                        scalars = scalar_names(method, facts)
+                    if scalars is None:  # a constructor's number settings (`dim=32`) are numbers
+                        scalars = scalar_names(method, facts, number_defaults=method.name.value == "__init__")
                     known = scalars
                     scalar = is_python_scalar(node.value, facts, lambda: known)
                     bound[target.attr.value] = bound.get(target.attr.value, True) and scalar

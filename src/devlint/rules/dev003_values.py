@@ -323,6 +323,9 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     defined = callee or _module_function(walk, func)
     if defined is not None and _read_on_host_in(defined, call, parent, walk):
         return Fate(NEUTRAL, walk.met)  # `f(x, torch.tensor([n]))` where f reads it only as `n_t[0]` or an index
+    dispatched = _dispatched_to(walk, func, parent) if callee is None else []
+    if dispatched and all(_read_on_host_in(method, call, parent, walk) for method in dispatched):
+        return Fate(NEUTRAL, walk.met)  # `self.propagate(ei, x=x, p=v)` and `message(self, x_j, p)` reads p as an index
     if not others and (callee is not None or _helper_function(walk, func)):
         walk.i -= 2  # `mask = lengths_to_mask(v)`: the result is made from v alone, where v is
         walk.siblings = []
@@ -406,6 +409,21 @@ def _same_class_method(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.Fu
         defined = walk.methods.get(func.attr.value)
         return defined[-1] if defined else None
     return None
+
+
+def _dispatched_to(walk: _Walk, func: cst.BaseExpression, arg: cst.Arg) -> list[cst.FunctionDef]:
+    """The class's own methods a keyword argument of an inherited method reaches by name: a
+    message-passing base's `self.propagate(edge_index, x=x, norm=v)` hands `norm` to the
+    class's `message(self, x_j, norm)`. Every method of the class but `__init__` and the
+    caller that takes a parameter of that name; none where the class defines the method."""
+    if arg.keyword is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                                   and func.value.value == "self") or func.attr.value in walk.methods:
+        return []
+    caller = next((node for node in reversed(walk.path[: walk.i]) if isinstance(node, cst.FunctionDef)), None)
+    return [
+        method for name, defs in walk.methods.items() if name != "__init__" for method in defs
+        if method is not caller and arg.keyword.value in {p.name.value for p in syntax.all_params(method.params)}
+    ]
 
 
 def _module_function(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
@@ -879,6 +897,8 @@ class FunctionValues:
             return Verdict()
         if found.kind == USE and isinstance(found.at, cst.Param):
             return Verdict()  # a parameter's default: where it meets anything is the parameter's reads, not followed
+        if found.kind == USE and not found.met and _stored_then_moved(path, found.at, self.facts, rebound=True):
+            return Verdict()  # `self.m = <value>`, then `self.m = self.m.to(x)` before any other read
         if found.kind == USE:
             return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:
@@ -1175,10 +1195,12 @@ class FunctionValues:
         return known[key]
 
 
-def _stored_then_moved(path, store, facts) -> bool:
+def _stored_then_moved(path, store, facts, rebound: bool = False) -> bool:
     """`store` is `self.NAME = <the value>` and the statement after it (in its block, or after
     the `if` whose arm it ends) first reads `self.NAME` to move it (`self.w = self.w.to(x)`,
-    `m = self.w.to(x.device)`): like a local moved on the next statement, it meets nothing."""
+    `m = self.w.to(x.device)`): like a local moved on the next statement, it meets nothing.
+    `rebound`: only where that statement stores the moved value back (`self.w = self.w.to(x)`),
+    so that other methods read it moved too."""
     if not isinstance(store, cst.Assign) or len(store.targets) != 1:
         return False
     target = store.targets[0].target
@@ -1187,6 +1209,10 @@ def _stored_then_moved(path, store, facts) -> bool:
     k = next((k for k in range(len(path) - 1, -1, -1) if path[k] is store), None)
     following = _statement_after(path, k - 1) if k else None
     if following is None:
+        return False
+    if rebound and not (isinstance(following, cst.SimpleStatementLine) and isinstance(following.body[0], cst.Assign)
+                        and len(following.body[0].targets) == 1
+                        and following.body[0].targets[0].target.deep_equals(target)):
         return False
     for node, node_path in syntax.walk_with_paths(following, []):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
