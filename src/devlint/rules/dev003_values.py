@@ -524,7 +524,7 @@ _WRITES = frozenset({"copy_"})
 # Methods that reduce a whole tensor to a 0-dim tensor when given no arguments.
 _FULL_REDUCTIONS = frozenset("sum mean prod max min amax amin norm all any std var median".split())
 # torch functions that reduce their one argument to a 0-dim tensor.
-_TORCH_FULL_REDUCTIONS = frozenset("torch." + n for n in "sum mean prod max min amax amin norm all any numel".split())
+_TORCH_FULL_REDUCTIONS = frozenset("torch." + n for n in "sum mean prod max min amax amin norm all any numel std var median".split())
 # Methods that keep a tensor's shape (given no arguments).
 _SHAPE_KEEPING = frozenset("float double half long int short bool byte clone detach contiguous abs exp log sqrt neg".split())
 # Methods that return their `default` argument when the key is missing: `d.get(key, torch.ones(n))`.
@@ -689,9 +689,10 @@ def _index_expressions(subscript: cst.Subscript) -> list[cst.BaseExpression]:
 _FLOW_DEPTH = 4  # bindings followed back from a use, each through the value it was given
 
 
-def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts, extra: set = frozenset()) -> set[str]:
+def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts, extra: set = frozenset(),
+                  apart: frozenset = frozenset()) -> set[str]:
     """Tensor parameters and the local names computed from them (flow-insensitive); `extra`
-    seeds it further (`module_self`)."""
+    seeds it further (`module_self`); names in `apart` are known not to be."""
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor))]
     seeds = stable_parameters(func, params, facts)
     derived = set(seeds) | set(extra)
@@ -700,8 +701,42 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
             bound = _loop_names(node) if isinstance(node, (cst.For, cst.CompFor)) else [(assigned_names(node), node.value)]
             for targets, value in bound:
                 if value is not None and is_derived(value, derived, facts):
-                    derived.update(t.value for t in targets if t.value not in params or t.value in seeds)
+                    derived.update(t.value for t in targets
+                                   if (t.value not in params or t.value in seeds) and t.value not in apart)
     return derived
+
+
+def _same_class_method_of(methods: dict, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    """The method of the class `self.m` names (not a submodule, which is no method)."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        defined = methods.get(func.attr.value)
+        return defined[-1] if defined else None
+    return None
+
+
+def _returns_apart_from_arguments(method: Optional[cst.FunctionDef]) -> bool:
+    """Whether every `return` of the method gives a value that reads none of its parameters
+    but the object itself, nor a name the method binds (`return self.p / self.k ** 2`)."""
+    if method is None:
+        return False
+    params = list(syntax.param_names(method.params))
+    bound = set(params[1:])
+    returns = []
+    for node in syntax.walk(method.body):
+        if isinstance(node, (cst.Yield, cst.Lambda, cst.FunctionDef)):
+            return False
+        if isinstance(node, cst.Return):
+            returns.append(node.value)
+        elif isinstance(node, cst.Assign):
+            bound.update(n.value for t in node.targets for n in syntax.walk(t.target) if isinstance(n, cst.Name))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            bound.update(n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name))
+        elif isinstance(node, cst.AsName):
+            bound.update(n.value for n in syntax.walk(node.name) if isinstance(n, cst.Name))
+    return bool(returns) and all(
+        value is not None and not any(isinstance(n, cst.Name) and n.value in bound for n in syntax.walk(value))
+        for value in returns
+    )
 
 
 def _loop_names(loop: cst.For | cst.CompFor) -> list[tuple[list[cst.Name], cst.BaseExpression]]:
@@ -762,8 +797,17 @@ class FunctionValues:
             declared = list(syntax.all_params(self.node.params))
             if self.is_forward and declared:  # `self.head(x)`: on the module's device, where x is
                 seeds.add(module_self(declared[0].name.value))
-            self._derived = derived_names(self.node, self.params, self.facts, seeds)
+            self._derived = derived_names(self.node, self.params, self.facts, seeds, apart=self._made_apart())
         return self._derived
+
+    def _made_apart(self) -> frozenset:
+        """Local names bound only to what a method of the class returns without reading its
+        arguments (`gamma = self._gamma(x)` with `return self.p / self.k ** 2`): not made from them."""
+        return frozenset(
+            name for name, bound in self.bound_values().items()
+            if all(isinstance(v, cst.Call) and _returns_apart_from_arguments(_same_class_method_of(self.methods, v.func))
+                   for v in bound)
+        )
 
     def bound_values(self) -> dict[str, list]:
         """Each local name bound by a plain assignment (`name = ...`, `name: T = ...`), with the

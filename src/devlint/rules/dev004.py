@@ -43,6 +43,7 @@ class _Candidate:
     made: tuple[cst.CSTNode, str]  # where the tensor is made, and the clause saying so
     ancestors: tuple[cst.CSTNode, ...]  # from the module down to the assignment: what a fix there may name
     method: Optional[str]  # the method that makes the assignment
+    every_arm_a_tensor: bool = True  # every arm of a conditional value is a tensor or None (no parameter, no number)
 
 
 @dataclass
@@ -182,7 +183,10 @@ class UnregisteredTensorAttribute(Rule):
                     klass = self._classes[frame.klass]
                     klass.candidates.append(
                         _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made,
-                                   tuple(self.ctx.ancestors), frame.method)
+                                   tuple(self.ctx.ancestors), frame.method,
+                                   all(syntax.dotted_name(arm) == "None"  # `register_buffer` takes None
+                                       or self.values.value(arm, env, frame.self_name, methods, state.places).kind == TENSOR
+                                       for arm in _arms(value)))
                     )
                     if with_inputs:  # decided at the class's end, once it is known whether this runs at forward time
                         if klass.reads is None:
@@ -797,8 +801,8 @@ def _register_buffer_fix(candidate: _Candidate, name: str, buffer_class: Optiona
     `self.NAME = nn.Buffer(EXPR, persistent=False)`."""
     statement = candidate.statement
     single_target = isinstance(statement, cst.AnnAssign) or len(statement.targets) == 1
-    if not (candidate.after_init and single_target and candidate.single_tensor):
-        return None
+    if not (candidate.after_init and single_target and candidate.single_tensor and candidate.every_arm_a_tensor):
+        return None  # `nn.Parameter(t) if learn else t`, `a if isinstance(a, float) else torch.tensor(a)`: no buffer
     applicability = SAFE if candidate.integral else UNSAFE
     if buffer_class is not None:
         buffer = cst.Call(buffer_class, [cst.Arg(candidate.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
@@ -817,6 +821,13 @@ def _register_buffer_fix(candidate: _Candidate, name: str, buffer_class: Optiona
 
 
 TENSOR, CONTAINER = values.TENSOR, values.CONTAINER  # a tensor, or a list, tuple or dict holding one
+
+
+def _arms(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a conditional expression may give (itself for any other expression)."""
+    if isinstance(value, cst.IfExp):
+        return _arms(value.body) + _arms(value.orelse)
+    return [value]
 
 
 class TensorValues:

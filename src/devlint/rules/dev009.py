@@ -23,7 +23,9 @@ SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfl
 ADDING_METHODS = frozenset({"append", "extend", "insert"})
 REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter", "__setattr__"})
 # Calls that only pass a container's items on (`nn.Sequential(*list(self.blocks))`).
-PASSING_CALLS = frozenset({"list", "tuple", "dict", "reversed", "iter", "enumerate", "zip", "sorted"})
+# Calls whose result holds the items of their arguments (`sum(zip(a, b), ())` interleaves them).
+PASSING_CALLS = frozenset({"list", "tuple", "dict", "reversed", "iter", "enumerate", "zip", "sorted", "sum",
+                           "chain", "itertools.chain"})
 # The container each kind of content is wrapped in, and the list or dict methods it lacks.
 WRAPPERS = {
     (False, MODULE): ("torch.nn.ModuleList", {"clear", "copy", "count", "index", "remove", "reverse", "sort"}),
@@ -64,6 +66,7 @@ class _Contents:
     bad_keys: bool = False  # a key a ModuleDict may refuse (not a string literal without ".")
     names: set[str] = field(default_factory=set)  # local names put in it
     passed_on: bool = False  # wrapped into an nn container, or given to a module, in the class
+    drawn_from: set[str] = field(default_factory=set)  # `self.NAME`s whose items were put in it
     stateful: bool = False  # an item with parameters, buffers or a training mode (not `nn.ReLU()`)
 
 
@@ -266,6 +269,9 @@ class ModuleInPlainContainer(Rule):
             return
         if isinstance(item, cst.Name):
             contents.names.add(item.value)
+        frame = self._frame()
+        if frame is not None:  # `unique.append(layer)` in `for layer in self.layers:`
+            contents.drawn_from |= self._refs(item, frame, self._methods[frame])[0]
         kind = self._built(item, env)
         if kind is not None:
             if depth:
@@ -352,6 +358,7 @@ class ModuleInPlainContainer(Rule):
                         and _innermost_block(c.ancestors) is block)]
             elif isinstance(target, cst.Name):
                 method.made.pop(target.value, None)
+                method.loop_refs.pop(target.value, None)
                 if contents is not None:
                     env[target.value] = contents
                     if local is None:
@@ -360,6 +367,9 @@ class ModuleInPlainContainer(Rule):
                     env[target.value] = built
                 else:
                     env.pop(target.value, None)
+                    drawn = self._refs(value, frame, method)
+                    if drawn[0] or drawn[1]:  # `module_list = sum(zip(self.layers, acts), ())`
+                        method.loop_refs[target.value] = drawn
             elif isinstance(target, cst.Subscript):  # `self.heads[k] = ...`, `heads[k] = ...`
                 added = self._added_to(frame, klass, env, target.value)
                 index = target.slice[0].slice if len(target.slice) == 1 else None
@@ -458,6 +468,7 @@ class ModuleInPlainContainer(Rule):
         klass.passed_on |= attributes
         for contents in locals_:
             contents.passed_on = True
+            klass.passed_on |= contents.drawn_from  # its items came from those containers
 
     def _refs(self, expr: cst.BaseExpression, frame, method: _Method) -> tuple[set[str], list[_Contents]]:
         """The containers whose items expr hands over: `self.NAME`, a local container, an item or
