@@ -317,7 +317,7 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
         return _passed_through(walk)
-    callee = _same_class_method(walk, func)
+    callee = _same_class_method_of(walk.methods, func)
     if callee is not None and _moved_first_in(callee, call, parent, walk.facts):
         return Fate(MOVE, walk.met)  # `self.f(v)` where f starts with `v = v.to(device)`
     defined = callee or _module_function(walk, func)
@@ -401,14 +401,6 @@ def _loss_class_of(walk: _Walk, func: cst.BaseExpression) -> Optional[str]:
                 ):
                     made.add(walk.facts.resolve(node.value.func) if isinstance(node.value, cst.Call) else None)
     return made.pop() if len(made) == 1 else None
-
-
-def _same_class_method(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-    """The method `self.m` names when m is defined in the enclosing class (not a submodule)."""
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-        defined = walk.methods.get(func.attr.value)
-        return defined[-1] if defined else None
-    return None
 
 
 def _dispatched_to(walk: _Walk, func: cst.BaseExpression, arg: cst.Arg) -> list[cst.FunctionDef]:
@@ -707,8 +699,8 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
 
 
 def _same_class_method_of(methods: dict, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-    """The method of the class `self.m` names (not a submodule, which is no method)."""
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+    """The method `self.m` (or `cls.m`) names when m is defined in the class (not a submodule)."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
         defined = methods.get(func.attr.value)
         return defined[-1] if defined else None
     return None
