@@ -184,7 +184,8 @@ class UnregisteredTensorAttribute(Rule):
                     klass.candidates.append(
                         _Candidate(target, statement, value, frame.self_name, after_init, kind == TENSOR, integral, made,
                                    tuple(self.ctx.ancestors), frame.method,
-                                   all(syntax.dotted_name(arm) == "None"  # `register_buffer` takes None
+                                   not isinstance(value, cst.IfExp) or all(  # the value itself was `held`
+                                       syntax.dotted_name(arm) == "None"  # `register_buffer` takes None
                                        or self.values.value(arm, env, frame.self_name, methods, state.places).kind == TENSOR
                                        for arm in _arms(value)))
                     )
