@@ -3,7 +3,7 @@ import libcst as cst
 import pytest
 
 from devlint.core import syntax
-from devlint.semantic.bindings import name_bound_at
+from devlint.semantic.bindings import bound_values, name_bound_at
 
 
 def _bound_at_marker(source: str, name: str = "device") -> bool:
@@ -106,3 +106,33 @@ RECEIVERS = {
 @pytest.mark.parametrize("source, expected", RECEIVERS.values(), ids=RECEIVERS.keys())
 def test_receiver_may_be_torch_object(source, expected):
     assert _receiver_at_marker(source) is expected
+
+
+# --- bound_values: what a name holds where the code reads it ----------------------------------------
+def _values_at_marker(source: str):
+    module = cst.parse_module(source)
+    stack = [(module, [module])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, cst.Name) and node.value == "HERE":
+            found = bound_values("device", path)
+            return None if found is None else [module.code_for_node(v) for v in found]
+        stack.extend((child, path + [child]) for child in syntax.children(node))
+    raise AssertionError("no HERE in the source")
+
+
+VALUES = {
+    "module level": ('device = "cuda"\ndef f():\n    HERE\n', ['"cuda"']),
+    "two module bindings": ('device = "cuda"\ndevice = pick()\ndef f():\n    HERE\n', ['"cuda"', "pick()"]),
+    "a local hides the module's": ('device = "cuda"\ndef f():\n    device = pick()\n    HERE\n', ["pick()"]),
+    "annotated": ('device: str = "cuda:1"\nHERE\n', ['"cuda:1"']),
+    "a parameter": ('device = "cuda"\ndef f(device):\n    HERE\n', None),
+    "a loop target": ("def f(xs):\n    for device in xs:\n        HERE\n", None),
+    "a tuple target": ("def f():\n    device, rank = 1, 2\n    HERE\n", None),
+    "never bound": ("def f():\n    HERE\n", None),
+}
+
+
+@pytest.mark.parametrize("source, expected", VALUES.values(), ids=VALUES.keys())
+def test_bound_values(source, expected):
+    assert _values_at_marker(source) == expected

@@ -151,6 +151,22 @@ def test_device_name_is_not_used_as_its_own_fallback():
     assert [(f.code, f.fix) for f in result.remaining] == [("DEV005", None)]
 
 
+@pytest.mark.parametrize("binding", ['device = "cuda"', 'device = "cuda:1"', 'device = torch.device("cuda", 0)'])
+def test_a_device_name_bound_only_to_a_hardcoded_gpu_is_not_written(binding):
+    # a notebook's `device = "cuda:1"`: `.to(device)` for `.cuda()` would move to another GPU, and
+    # for `"cuda"` it would change nothing
+    source = f"import torch\n\n{binding}\n\n\ndef f(x):\n    return x.cuda(), x.to(\"cuda\")\n"
+    result = fix(source, unsafe=True)
+    assert result.text == source
+    assert {f.code for f in result.remaining} == {"DEV001", "DEV005"}
+    assert all(f.fix is None for f in result.remaining)
+
+
+def test_a_device_name_chosen_at_run_time_is_written():
+    source = 'import torch\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n\n\ndef f(x):\n    return x.cuda()\n'
+    assert "return x.to(device)" in fix(source, unsafe=True).text
+
+
 # --- the command ---------------------------------------------------------------------------------
 BUGGY = 'import torch\n\n\ndef load(model, path):\n    model.load_state_dict(torch.load(path))\n    return torch.load(path)\n'
 

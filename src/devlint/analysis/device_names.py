@@ -5,7 +5,7 @@ import libcst as cst
 
 from devlint.api import Analysis
 from devlint.core import syntax
-from devlint.semantic.bindings import function_bindings, name_bound_at
+from devlint.semantic.bindings import bound_values, function_bindings, name_bound_at
 
 
 class DeviceNames(Analysis):
@@ -16,7 +16,9 @@ class DeviceNames(Analysis):
         "__main__":`), and not the fallback of `device` itself (`device = device or
         torch.device("cuda")`), nor the target of the loop whose iterable holds the node (`for
         device in [torch.device("cuda")]`: there `device` is unbound, or a previous loop's last
-        item), nor torch's device class imported under that name (`from torch import device`)."""
+        item), nor torch's device class imported under that name (`from torch import device`),
+        nor a name bound only to hardcoded accelerators (`device = "cuda:1"`: writing it changes
+        nothing, or sends the value to another GPU)."""
         ctx = self.ctx
         for i in range(len(ctx.ancestors) - 1, -1, -1):
             node = ctx.ancestors[i]
@@ -30,6 +32,17 @@ class DeviceNames(Analysis):
                 break
         if not name_bound_at("device", ctx.ancestors):
             return False
+        bound = bound_values("device", ctx.ancestors)
+        if bound and all(_hardcoded_accelerator(value, self.facts) for value in bound):
+            return False  # `device = "cuda"` (or `"cuda:1"`): the same hardcoded choice, or another GPU
         # `from torch import device` (or `torch._C.device`) at the module level binds the class
         imported = function_bindings("device", ctx.ancestors) is None and self.facts.resolve(cst.Name("device"))
         return not (imported or "").startswith("torch")
+
+
+def _hardcoded_accelerator(value: cst.BaseExpression, facts) -> bool:
+    """`"cuda"`, `"cuda:1"`, `torch.device("cuda")`, `torch.device("cuda", 0)`."""
+    if isinstance(value, cst.Call) and facts.resolve(value.func) == "torch.device":
+        first = syntax.positional(value)[:1]
+        value = first[0].value if first else None
+    return value is not None and syntax.is_cuda_literal(value)

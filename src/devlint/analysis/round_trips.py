@@ -171,7 +171,9 @@ _EXISTENCE_TESTS = frozenset({"exists", "isfile", "is_file", "lexists"})
 
 
 def _binding(node: cst.CSTNode) -> tuple[Optional[str], Optional[cst.BaseExpression]]:
-    """`name = value` or `name: T = value`: (name, value); else (None, None)."""
+    """`name = value`, `name: T = value` or `with value as name:`: (name, value); else (None, None)."""
+    if isinstance(node, cst.WithItem) and node.asname is not None and isinstance(node.asname.name, cst.Name):
+        return node.asname.name.value, node.item
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
         return node.targets[0].target.value, node.value
     if isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
@@ -226,10 +228,15 @@ def _temporary_folders(function: cst.FunctionDef) -> set[str]:
 
 
 def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`; the buffer under
-    `io.BytesIO(buf.getvalue())` (a copy of what was written into `buf`)."""
-    while isinstance(expr, cst.Call) and len(expr.args) <= 1:
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("as_posix", "getvalue", "getbuffer") and not expr.args:
+    """The path under `str(p)`, `os.fspath(p)`, `Path(p)`, `p.as_posix()`; the file under
+    `open(p, mode)` (saved through `open(p, "wb")`, read through `open(p, "rb")`); the buffer
+    under `io.BytesIO(buf.getvalue())` (a copy of what was written into `buf`)."""
+    while isinstance(expr, cst.Call):
+        if syntax.last_name(expr.func) == "open" and expr.args and not expr.args[0].keyword and len(expr.args) <= 3:
+            expr = expr.args[0].value
+        elif len(expr.args) > 1:
+            break
+        elif isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("as_posix", "getvalue", "getbuffer") and not expr.args:
             expr = expr.func.value
         elif syntax.last_name(expr.func) == "BytesIO" and expr.args and not expr.args[0].keyword:
             expr = expr.args[0].value

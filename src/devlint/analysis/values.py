@@ -327,8 +327,8 @@ class ValueModel:
         if method in names.NON_TENSOR_METHODS and qualified is None:
             return Value(NON_TENSOR)
         returned = self.returns(expr) if self.returns is not None else None
-        if self.in_order and method == "to" and qualified is None and self._to_parameters(expr):
-            # `t.to(x.device)`, `t.to(x)`: moved to where the function's tensor parameters live
+        if self.in_order and method in ("to", "type_as") and qualified is None and self._to_parameters(expr):
+            # `t.to(x.device)`, `t.to(x)`, `t.type_as(x)`: moved to where the function's tensor parameters live
             return Value(_tensor_kind(self.of(func.value)), PARAMETERS)
         if method is not None and qualified is None:  # a method of a value: where the value is
             receiver = self.of(func.value)
@@ -343,8 +343,8 @@ class ValueModel:
         return self._torch_call(expr, qualified, method)
 
     def _to_parameters(self, call: cst.Call) -> bool:
-        """`.to(x.device)`, `.to(device=x.device)` or `.to(x)` (a dtype too, `.to(x)` takes
-        both) for an x that lives with the function's tensor parameters."""
+        """`.to(x.device)`, `.to(device=x.device)`, `.to(x)` or `.type_as(x)` (a dtype too:
+        both take x's) for an x that lives with the function's tensor parameters."""
         if not is_move(call, self.facts):
             return False
         given = _device_given(call)

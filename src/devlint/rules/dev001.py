@@ -14,7 +14,7 @@ RAISED_WITHOUT_CUDA = "AssertionError"
 
 
 class HardcodedCudaCall(Rule):
-    """A `.cuda(...)` method call on any receiver that is not guarded (nor in a `try` catching
+    """A `.cuda(...)` method call on any receiver that is not guarded (nor a name bound by an import) (nor in a `try` catching
     its AssertionError); the fix writes `.to(device)` where a `device` name is in scope."""
 
     code = "DEV001"
@@ -29,9 +29,11 @@ class HardcodedCudaCall(Rule):
             return
         if self.facts.resolve(func.value) == "torch":
             return
+        if not self.facts.receiver_may_be_torch_object(func.value, self.ctx.ancestors):
+            return  # `imed_utils.cuda(x, ...)`: a function of an imported module, not the tensor method
         frame = self.ctx.function
-        if frame is not None and frame.node.name.value == "cuda":  # an override calling super().cuda()
-            return
+        if frame is not None and "cuda" in (frame.node.name.value, frame.method):
+            return  # an override calling super().cuda(), or the functions nested in one
         guards = self.ctx[CudaGuards]
         if guards.is_guarded() or guards.caught(RAISED_WITHOUT_CUDA) or self.ctx[DeviceContexts].fake:
             return  # guarded, or under `with FakeTensorMode():` (a fake tensor needs no GPU)

@@ -430,7 +430,8 @@ def _read_on_host_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, walk
     """Whether `callee` (a function of this file, or a method of the class) reads the parameter
     `arg` is given to only where a CPU value meets nothing: as an index (`value[indices]`), an
     element of a 1-dim value (`n[0]` then a slice bound), a size or another host end, through
-    local names bound to such reads. A parameter rebound or captured otherwise is not followed."""
+    local names bound to such reads (and after `p = [p]`, through the list of itself). A parameter
+    rebound otherwise, or captured, is not followed."""
     params = list(syntax.all_params(callee.params))
     if isinstance(call.func, cst.Attribute) and params and "staticmethod" not in syntax.decorator_names(callee):
         params = params[1:]  # `self.m(v)`: v is the parameter after `self`
@@ -461,10 +462,11 @@ def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> boo
         for node, path in syntax.walk_with_paths(callee, []):
             if not (isinstance(node, cst.Name) and node.value == name and _is_variable(path)):
                 continue
-            if _storing_statement(path) is not None:
-                if name == param:
+            statement = _storing_statement(path)
+            if statement is not None:
+                if name == param and not _wraps_itself(statement, name):
                     return False  # the parameter is rebound: another value
-                continue
+                continue  # `p = [p]`: still the value, in a list whose reads are followed
             found = fate(path, walk.facts, callee_values.is_tensor, one_dim=one_dims.get(name, False),
                          methods=walk.methods, reading=walk.reading | {callee})
             if found.kind in (INDEX, NON_TENSOR, NEUTRAL):
@@ -475,6 +477,16 @@ def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> boo
                 continue
             return False
     return True
+
+
+def _wraps_itself(statement: cst.CSTNode, name: str) -> bool:
+    """`name = [name]` or `name = (name,)`: the name rebound to a list or tuple of its own value."""
+    if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name) and statement.targets[0].target.value == name):
+        return False
+    value = statement.value
+    return isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1 \
+        and isinstance(value.elements[0].value, cst.Name) and value.elements[0].value.value == name
 
 
 def _helper_function(walk: _Walk, func: cst.BaseExpression) -> bool:
@@ -687,15 +699,49 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
     seeds it further (`module_self`); names in `apart` are known not to be."""
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor))]
     seeds = stable_parameters(func, params, facts)
-    derived = set(seeds) | set(extra)
-    for _ in range(2):  # a second pass catches names assigned in loops before their sources
-        for node in assigns:
-            bound = _loop_names(node) if isinstance(node, (cst.For, cst.CompFor)) else [(assigned_names(node), node.value)]
-            for targets, value in bound:
-                if value is not None and is_derived(value, derived, facts):
-                    derived.update(t.value for t in targets
-                                   if (t.value not in params or t.value in seeds) and t.value not in apart)
-    return derived
+
+    def grow(seeds: set[str]) -> set[str]:
+        derived = set(seeds) | set(extra)
+        for _ in range(2):  # a second pass catches names assigned in loops before their sources
+            for node in assigns:
+                bound = _loop_names(node) if isinstance(node, (cst.For, cst.CompFor)) else [(assigned_names(node), node.value)]
+                for targets, value in bound:
+                    if value is not None and is_derived(value, derived, facts):
+                        derived.update(t.value for t in targets
+                                       if (t.value not in params or t.value in seeds) and t.value not in apart)
+        return derived
+
+    # `t = t.to(device=steps.device)` with `steps` a local made apart from the parameters (apart
+    # from `t` itself too: it may be mixed with `steps` after the move): from there on `t` lives
+    # where `steps` does, not where the parameter did
+    locals_ = {n.value for node in assigns if isinstance(node, cst.Assign) for t in node.targets
+               for n in syntax.unpacked_targets(t.target) if isinstance(n, cst.Name)} - set(params)
+    moved_away = set()
+    for node in assigns:
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            for target in assigned_names(node):
+                other = _moved_onto(node.value, target.value)
+                if target.value in seeds and other in locals_ and other not in grow(seeds - {target.value}):
+                    moved_away.add(target.value)
+    return grow(seeds - moved_away)
+
+
+def _moved_onto(value: cst.BaseExpression, name: str) -> Optional[str]:
+    """`o` where value is `name.to(o.device)`, `name.to(device=o.device)` or `name.type_as(o)`
+    (not `name.to(d)`: `d` may be a device chosen apart from any tensor)."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Name) and value.func.value.value == name
+            and value.func.attr.value in ("to", "type_as")):
+        return None
+    given = syntax.keyword(value, "device") or next(iter(syntax.positional(value)), None)
+    if given is None:
+        return None
+    target = given.value
+    if isinstance(target, cst.Attribute) and target.attr.value == "device":
+        target = target.value
+    elif value.func.attr.value != "type_as":
+        return None
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def _same_class_method_of(methods: dict, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:

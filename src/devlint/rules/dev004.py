@@ -294,6 +294,8 @@ class UnregisteredTensorAttribute(Rule):
                         if id(read) not in moving[name]]
                 if fix is not None and _read_beside(name, uses, apart, reads):
                     fix = None  # registered alone, it would move away from a sibling that stays
+                if fix is not None and _meets_cpu_local(state.read_paths.get(name, ()), self.facts):
+                    fix = None  # registered, it would move away from a CPU tensor made where it is read
                 related = [candidate.made, *((read, f"read in `{method}`") for read, method in uses[:MAX_READS_SHOWN])]
                 self.report(candidate.target, message, fix, related=related)
 
@@ -496,7 +498,8 @@ def _sets(statement: cst.BaseStatement, name: str, self_name: Optional[str]) -> 
 
 def _read_after_init(facts) -> frozenset[str]:
     """The attribute names this file reads (`obj.NAME` loaded, or `getattr(obj, "NAME")`) outside
-    `__init__` methods: where a tensor attribute can meet the inputs once the module is built.
+    `__init__` methods: where a tensor attribute can meet the inputs once the module is built. A
+    call `obj.NAME(...)` is no such read: a tensor is not callable (`x.mean()` reads no `self.mean`).
     Worked out once per file, and only for a file that has an attribute no method reads."""
     found = facts.memo.get("dev004 read after init")
     if found is None:
@@ -506,7 +509,8 @@ def _read_after_init(facts) -> frozenset[str]:
             node, parent = stack.pop()
             if isinstance(node, cst.FunctionDef) and node.name.value == "__init__":
                 continue
-            if isinstance(node, cst.Attribute) and not _stored(node, parent):
+            if isinstance(node, cst.Attribute) and not _stored(node, parent) \
+                    and not (isinstance(parent, cst.Call) and parent.func is node):  # `x.mean()` calls a method
                 found.add(node.attr.value)
             elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) == "getattr" and len(node.args) > 1:
                 name = node.args[1].value
@@ -528,6 +532,33 @@ def _read_beside(name: str, uses: list, apart: set[str], reads: Optional[Forward
     return reads is not None and any(
         method in methods for other in apart - {name} for _, method in reads.at_forward_time(other)
     )
+
+
+def _meets_cpu_local(read_paths, facts) -> bool:
+    """Whether a read of the attribute outside `__init__` meets, in an operator or a torch call, a
+    local name its function binds only to a factory without `device=` (`shape = torch.tensor(
+    x.shape[1:])` then `shape < self.modes`): that tensor is on the CPU wherever the module is,
+    so the attribute, moved with the module as a buffer, would no longer meet it there."""
+    for path, _, local in read_paths:
+        if syntax.in_init(path):
+            continue
+        read, k = path[-1], len(path) - 2
+        while k > 0 and isinstance(path[k], cst.ComparisonTarget):
+            read, k = path[k], k - 1
+        holder = path[k]
+        if isinstance(holder, cst.Comparison):
+            others = [holder.left, *(t.comparator for t in holder.comparisons)]
+        elif isinstance(holder, cst.BinaryOperation):
+            others = [holder.left, holder.right]
+        elif isinstance(holder, cst.Arg) and k > 0 and isinstance(path[k - 1], cst.Call) \
+                and (facts.resolve(path[k - 1].func) or "").startswith("torch."):
+            others = [a.value for a in path[k - 1].args]
+        else:
+            continue
+        cpu = local.cpu_factory_names()
+        if any(isinstance(o, cst.Name) and o.value in cpu for o in others if o is not read):
+            return True
+    return False
 
 
 def _in_buffer_registration(ancestors: list[cst.CSTNode], self_name: Optional[str]) -> bool:
@@ -755,6 +786,7 @@ class _Locals:
         self._scalars: Optional[frozenset] = None
         self._devices: Optional[frozenset] = None
         self._ranges: Optional[frozenset] = None
+        self._cpu_factories: Optional[frozenset] = None
 
     def scalar_names(self) -> frozenset:
         if self._scalars is None:
@@ -765,6 +797,22 @@ class _Locals:
         if self._devices is None:
             self._devices = values.tensor_device_names(self.func, self.self_name)
         return self._devices
+
+    def cpu_factory_names(self) -> frozenset:
+        """Names bound only to tensor factories given no `device=` (CPU tensors wherever the module is)."""
+        if self._cpu_factories is None:
+            bound: dict[str, list] = {}
+            for node in syntax.walk_expressions(self.func.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    for target in targets:
+                        if isinstance(target, cst.Name):
+                            bound.setdefault(target.value, []).append(node.value)
+            self._cpu_factories = frozenset(
+                name for name, found in bound.items()
+                if all(isinstance(v, cst.Call) and self.facts.is_tensor_source(v) is not None
+                       and syntax.keyword(v, "device") is None and not syntax.has_double_star(v) for v in found))
+        return self._cpu_factories
 
     def range_names(self) -> frozenset:
         """Names bound only as the target of `for i in range(...)` (or the index of `enumerate(...)`)."""

@@ -132,6 +132,37 @@ def function_bindings(name: str, ancestors: Sequence[cst.CSTNode]) -> Optional[l
     return None
 
 
+def bound_values(name: str, ancestors: Sequence[cst.CSTNode]) -> Optional[list[cst.BaseExpression]]:
+    """The values bound to `name` where the code at `ancestors[-1]` reads it: every binding in
+    the innermost function holding the code that binds it, or else in the module. None where a
+    binding is not a plain assignment of one value (a parameter, a loop target, an import, a
+    tuple target, `with ... as`), or nothing binds it."""
+    if not ancestors or not isinstance(ancestors[0], cst.Module):
+        return None
+    scopes = _enclosing_scopes(ancestors)
+    for scope, position in scopes:
+        if isinstance(scope, cst.ClassDef):
+            continue
+        if scope is not ancestors[0] and (any(p.name.value == name for p in syntax.all_params(scope.params))
+                                          or _declaration(scope, name) is not None):
+            return None
+        paths = [path for _, path in _bindings(scope, name, position)]
+        if not paths:
+            continue
+        found = []
+        for path in paths:
+            holder = path[-2] if len(path) > 1 else None
+            statement = path[-3] if len(path) > 2 else None
+            if isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign):
+                found.append(statement.value)
+            elif isinstance(holder, cst.AnnAssign) and holder.value is not None:
+                found.append(holder.value)
+            else:
+                return None
+        return found
+    return None
+
+
 def _enclosing_scopes(ancestors: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     """(scope, position) pairs, innermost first, the module last: each scope whose body holds
     the code, and the node standing for the code in that scope's own text (the code itself, or
