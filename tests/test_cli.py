@@ -361,7 +361,8 @@ def test_json_clean_is_empty_list(tmp_path):
 def test_statistics(tmp_path):
     write(tmp_path, {"m.py": (
         "import torch\n"
-        'device = "cuda"\nDEVICE = "cuda:0"\ntrain_device = "cuda"\n'
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\nDEVICE = "cuda:0"\ntrain_device = "cuda"\n'
+        'eval_device = "cuda"\n'
         "a = torch.load(p)\nb = torch.load(q)\n"
         "m = model.cuda()\n"
     )})

@@ -21,7 +21,8 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="confirm runs modules with torch")
 
 LOADS = "import torch\n\na = torch.load(p)\nb = torch.load(q)\nm = model.cuda()\n"  # DEV002 x2, DEV001
-STATS = ('import torch\n\ndevice = "cuda"\nDEVICE = "cuda:0"\ntrain_device = "cuda"\n'
+STATS = ('import torch\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nDEVICE = "cuda:0"\n'
+         'train_device = "cuda"\neval_device = "cuda"\n'
          "a = torch.load(p)\nb = torch.load(q)\nm = model.cuda()\n")  # DEV005 x3, DEV002 x2, DEV001
 BROKEN = "import torch\n\nx = (\n"
 ESC = "\x1b["

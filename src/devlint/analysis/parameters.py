@@ -19,7 +19,7 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     annotated `Tensor` (or a container of tensors), or used with one of the `evidence` members."""
     params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
     foreign, arrays = _foreign_member_readers(func)
-    foreign |= _converted_to_tensors(func, facts)
+    foreign |= _converted_to_tensors(func, facts) | _host_data(func, facts)
     candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
     if every_parameter:
         return [n for n in candidates if n not in foreign]
@@ -92,6 +92,35 @@ def _converted_to_tensors(func: cst.FunctionDef, facts: FileFacts) -> set[str]:
                     if data and isinstance(data[0].value, cst.Name) and data[0].value.value == name.value:
                         converted.add(name.value)
     return converted
+
+
+# Calls whose data must be on the host: the legacy constructors reject a CUDA tensor
+# (`torch.BoolTensor(cuda_t == 0)`: "expected a CPU tensor"), `from_numpy` takes an array.
+HOST_DATA_CALLS = names.LEGACY_CONSTRUCTORS | {"torch.from_numpy"}
+
+
+def _host_data(func: cst.FunctionDef, facts: FileFacts) -> set[str]:
+    """Parameters the body hands, or a comparison or arithmetic of which it hands, as the data of
+    a call that takes only host data (`torch.BoolTensor(seqs == 0)`, `torch.from_numpy(a)`,
+    `np.asarray(a)`): they hold host data (a list, a NumPy array), not a device tensor. Only
+    names the body never rebinds."""
+    found, rebound = set(), set()
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            rebound.update(t.value for target in targets for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name))
+        if not isinstance(node, cst.Call):
+            continue
+        qualified = facts.resolve(node.func) or ""
+        if qualified not in HOST_DATA_CALLS and not qualified.startswith("numpy."):
+            continue
+        data = syntax.positional(node)[:1]
+        value = data[0].value if data else None
+        while isinstance(value, (cst.Comparison, cst.BinaryOperation)):
+            value = value.left
+        if isinstance(value, cst.Name):
+            found.add(value.value)
+    return found - rebound
 
 
 def _part_of(value: Optional[cst.BaseExpression], name: str) -> bool:

@@ -290,6 +290,30 @@ def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterato
         stack.extend((child, path + [child]) for child in reversed(_evaluation_order(node)))
 
 
+def in_exclusive_arms(root: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    """Whether `first` and `second` (nodes under root) stand in different arms of one `if` (or
+    conditional expression): never both in one pass."""
+    paths = {}
+    for node, path in walk_with_paths(root, []):
+        if node is first or node is second:
+            paths[id(node)] = path
+            if len(paths) == 2:
+                break
+    if len(paths) < 2:
+        return False
+    a, b = paths[id(first)], paths[id(second)]
+    depth = 0
+    while depth < min(len(a), len(b)) and a[depth] is b[depth]:
+        depth += 1
+    if depth == 0 or depth >= min(len(a), len(b)):
+        return False
+    common, arm_a, arm_b = a[depth - 1], a[depth], b[depth]
+    if isinstance(common, (cst.If, cst.IfExp)):
+        arms = (common.body, common.orelse)
+        return arm_a in arms and arm_b in arms and arm_a is not arm_b
+    return False
+
+
 def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
     """Like walk_with_paths, with only each node's parent: no path is built."""
     stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(root, None)]

@@ -109,7 +109,8 @@ class FactoryWithoutDevice(Rule):
 def _on_the_cpu_arm(path, params) -> bool:
     """Whether the call is in the arm of an `if` (or a conditional expression) taken only when a
     tensor parameter is on the CPU: `if x.device == torch.device("cpu"):`, `x.device.type ==
-    "cpu"`, `not x.is_cuda`. There every tensor it can meet is on the CPU too."""
+    "cpu"`, `not x.is_cuda`, the `else` of `if x.is_cuda or other:`, the body of `if x.is_cpu and
+    other:`. There every tensor it can meet is on the CPU too."""
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
             on_cpu = _cpu_test(holder.test, params)
@@ -124,6 +125,12 @@ def _cpu_test(test: cst.BaseExpression, params) -> bool | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _cpu_test(test.expression, params)
         return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        # `x.is_cuda or mkl`: false only where x is on the CPU (the `else` arm is the CPU's);
+        # `x.is_cpu and n > 1`: true only where it is
+        parts = [_cpu_test(test.left, params), _cpu_test(test.right, params)]
+        decisive = False if isinstance(test.operator, cst.Or) else True
+        return decisive if decisive in parts else None
     if isinstance(test, cst.Attribute) and _parameter_member(test.value, params):
         return {"is_cpu": True, "is_cuda": False}.get(test.attr.value)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:

@@ -232,6 +232,7 @@ class UnregisteredTensorAttribute(Rule):
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
         loader_time = _loader_time_methods(self.facts.class_info(node))
+        class_methods = (self.facts.class_info(node).methods if self.facts.class_info(node) else {})
         keeps_tensors = self.facts.keeps_its_tensors(node)
         # the reads of each flagged attribute that move it right there, or after an earlier move
         moving = {}
@@ -261,7 +262,7 @@ class UnregisteredTensorAttribute(Rule):
             read_in = state.read_in.get(name, set())
             if read_in <= {"__init__"} and name not in _read_after_init(self.facts):
                 continue  # read by nothing that runs after construction: it meets no input
-            if _set_before_every_read(candidate, [path for path, _, _ in state.read_paths.get(name, ())]):
+            if _set_before_every_read(candidate, [path for path, _, _ in state.read_paths.get(name, ())], class_methods):
                 continue  # a value of one call, not state that outlives it
             if name in state.registered and read_in <= {"__init__"}:
                 continue  # a host copy of a tensor registered as a buffer under another name, used only there
@@ -464,18 +465,30 @@ def _set_place(places: dict[str, str], key: str, place: Optional[str]) -> None:
         places.pop(key, None)
 
 
-def _set_before_every_read(candidate: _Candidate, read_paths) -> bool:
-    """Whether the method that sets `self.NAME` (not `__init__`) sets it unconditionally, in a
-    statement of its own body, before every read of it in the class, and no other method reads
-    it: each call computes it afresh before using it, so no `model.to()` between calls can leave
-    it behind (where it is made on the CPU, DEV003 reports the factory)."""
-    if candidate.method in (None, "__init__") or not read_paths:
+def _set_before_every_read(candidate: _Candidate, read_paths, methods) -> bool:
+    """Whether a method other than `__init__` (the one that makes the candidate, or for a
+    candidate made in `__init__`, any method of the class) sets `self.NAME` unconditionally, in a
+    statement of its own body, before every read of it outside `__init__`, and no other method
+    reads it: each call computes it afresh before using it, so no `model.to()` between calls can
+    leave it behind (where it is made on the CPU, DEV003 reports the factory), and a value set in
+    `__init__` is never read once the module is built."""
+    name, self_name = candidate.target.attr.value, candidate.self_name
+    if candidate.method != "__init__":
+        function = syntax.enclosing_function(candidate.ancestors)
+        return function is not None and bool(read_paths) and _set_first_in(function, name, self_name, read_paths)
+    later = [path for path in read_paths if not syntax.in_init(path)]
+    return bool(later) and any(
+        _set_first_in(method, name, syntax.self_name(method), later)
+        for method_name, definitions in methods.items() if method_name != "__init__" for method in definitions)
+
+
+def _set_first_in(function: cst.FunctionDef, name: str, self_name: Optional[str], read_paths) -> bool:
+    """Whether every read at `read_paths` is in `function`'s own body, after a statement of that
+    body that sets `self.NAME`."""
+    if not isinstance(function.body, cst.IndentedBlock):
         return False
-    function = syntax.enclosing_function(candidate.ancestors)
-    if function is None or not isinstance(function.body, cst.IndentedBlock):
-        return False
-    body, name = function.body.body, candidate.target.attr.value
-    first = next((k for k, statement in enumerate(body) if _sets(statement, name, candidate.self_name)), None)
+    body = function.body.body
+    first = next((k for k, statement in enumerate(body) if _sets(statement, name, self_name)), None)
     if first is None:
         return False
     for path in read_paths:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from devlint.analysis.placements import ScopePlacements, ScopeScan, placement_evidence
 from devlint.api import SAFE, FrameState, NodeFix, Rule
+from devlint.core import syntax
 
 
 class NumpyOnDeviceTensor(Rule):
@@ -33,6 +34,8 @@ class NumpyOnDeviceTensor(Rule):
 
     def _check_scope(self, scan: ScopeScan) -> None:
         for call, placed in self._numpy_calls.pop(scan) or []:
+            if syntax.in_exclusive_arms(scan.root, placed[0], call):
+                continue  # `if pt: x = x.to(d)` / `else: x = x.numpy()`: never in one pass
             func = call.func
             with_cpu = cst.Call(func=cst.Attribute(value=func.value, attr=cst.Name("cpu")))
             fix = NodeFix(SAFE, "Insert `.cpu()` before `.numpy()`", call,

@@ -63,7 +63,10 @@ class DiscardedMove(Rule):
     def _check(self, func: Optional[cst.FunctionDef], self_name: Optional[str], body: cst.CSTNode,
                moves: list[cst.Expr], forward_params: bool) -> None:
         scope = _Scope(self.facts, func, self_name, body, forward_params)
-        flagged = [s for s in moves if scope.is_tensor(s.value.func.value)]
+        # `torch.ones(0).to(d)` on a statement of its own keeps nothing by design: a probe of
+        # whether the move works (nothing else could ever read its result)
+        flagged = [s for s in moves if scope.is_tensor(s.value.func.value)
+                   and not _made_here(s.value.func.value, self.facts)]
         # Moved back, a tensor meets the scope's CPU-made tensors on the new device: safe only
         # when each of those is moved back by a fix here too.
         fixed_keys = {_key(s.value.func.value) for s in flagged}
@@ -318,3 +321,11 @@ class _Scope:
         key = _key(expr)
         values = self.bindings.get(key, []) if key is not None else []
         return bool(values) and all(v is not None and self._is_tensor_list(v, depth + 1) for v in values)
+
+
+def _made_here(expr: cst.BaseExpression, facts) -> bool:
+    """A method chain that starts with a tensor factory (`torch.ones(0).float()`)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and isinstance(expr.func.value, cst.Call):
+        expr = expr.func.value
+    return isinstance(expr, cst.Call) and facts.is_tensor_source(expr) is not None
