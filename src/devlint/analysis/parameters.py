@@ -18,8 +18,8 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     """Parameters that hold tensors, in declaration order (the first used one comes first):
     annotated `Tensor` (or a container of tensors), or used with one of the `evidence` members."""
     params = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
-    foreign, arrays = _foreign_member_readers(func)
-    foreign |= _converted_to_tensors(func, facts) | _host_data(func, facts)
+    foreign, arrays = _foreign_member_readers(func, facts)
+    foreign |= _converted_to_tensors(func, facts)
     candidates = [p.name.value for p in params if p.name.value not in ("self", "cls")]
     if every_parameter:
         return [n for n in candidates if n not in foreign]
@@ -41,12 +41,16 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
     return [n for n in candidates if n not in arrays and (n in annotated or (n in used and n not in foreign))]
 
 
-def _foreign_member_readers(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
-    """Parameters read for a member no tensor has (`state.num_processes`), and those read as
-    arrays (`a.size` not called: a NumPy array's element count): whatever else they share with
-    tensors (`state.device`), they are not tensors. Only names the body never rebinds
-    (after `x = self.encoder(x)`, `x.last_hidden_state` says nothing of the parameter)."""
+def _foreign_member_readers(func: cst.FunctionDef, facts: FileFacts) -> tuple[set[str], set[str]]:
+    """Parameters read for a member no tensor has (`state.num_processes`), or handed (or a
+    comparison or arithmetic of them handed) as the data of a call that takes only host data
+    (`torch.BoolTensor(seqs == 0)`, `torch.from_numpy(a)`, `np.asarray(a)`: a list or an
+    array); and those read as arrays (`a.size` not called: a NumPy array's element count):
+    whatever else they share with tensors (`state.device`), they are not tensors. Only names the
+    body never rebinds (after `x = self.encoder(x)`, `x.last_hidden_state` says nothing of the
+    parameter; after `x = x["seq"]`, neither does `torch.BoolTensor(x == 0)`)."""
     readers, sizes, called, rebound = set(), [], set(), set()
+    host, assigned = set(), set()  # handed as host data; bound by any assignment (`x = x["seq"]` too)
     for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and not node.attr.value.startswith("__"):
             if node.attr.value not in TENSOR_MEMBERS:
@@ -55,16 +59,41 @@ def _foreign_member_readers(func: cst.FunctionDef) -> tuple[set[str], set[str]]:
                 sizes.append(node)
         elif isinstance(node, cst.Call):
             called.add(id(node.func))
+            data = _host_data_of(node, facts)
+            if data is not None:
+                host.add(data)
         elif isinstance(node, cst.Assign):
             for target in node.targets:
-                rebound.update(t.value for t in syntax.unpacked_targets(target.target)
-                               if isinstance(t, cst.Name) and not _part_of(node.value, t.value))
+                names_ = [t.value for t in syntax.unpacked_targets(target.target) if isinstance(t, cst.Name)]
+                assigned.update(names_)
+                rebound.update(n for n in names_ if not _part_of(node.value, n))
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName)):
             target = node.name if isinstance(node, cst.AsName) else node.target
-            rebound.update(t.value for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name))
+            names_ = [t.value for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name)]
+            rebound.update(names_)
+            if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+                assigned.update(names_)
     # `a.size` not called: a NumPy array's element count (a tensor's `size` is a method)
     arrays = {node.value.value for node in sizes if id(node) not in called}
-    return readers - rebound, arrays - rebound
+    return (readers - rebound) | (host - assigned), arrays - rebound
+
+
+# Calls whose data must be on the host: the legacy constructors reject a CUDA tensor
+# (`torch.BoolTensor(cuda_t == 0)`: "expected a CPU tensor"), `from_numpy` takes an array.
+HOST_DATA_CALLS = names.LEGACY_CONSTRUCTORS | {"torch.from_numpy"}
+
+
+def _host_data_of(call: cst.Call, facts: FileFacts) -> Optional[str]:
+    """The name a call that takes only host data (or NumPy) is given as its data, directly or
+    under comparisons and arithmetic (`seqs` of `torch.BoolTensor(seqs == 0)`)."""
+    qualified = facts.resolve(call.func) or ""
+    if qualified not in HOST_DATA_CALLS and not qualified.startswith("numpy."):
+        return None
+    data = syntax.positional(call)[:1]
+    value = data[0].value if data else None
+    while isinstance(value, (cst.Comparison, cst.BinaryOperation)):
+        value = value.left
+    return value.value if isinstance(value, cst.Name) else None
 
 
 # Factories that copy their data: given a tensor, they warn (use `clone().detach()`), so code
@@ -92,35 +121,6 @@ def _converted_to_tensors(func: cst.FunctionDef, facts: FileFacts) -> set[str]:
                     if data and isinstance(data[0].value, cst.Name) and data[0].value.value == name.value:
                         converted.add(name.value)
     return converted
-
-
-# Calls whose data must be on the host: the legacy constructors reject a CUDA tensor
-# (`torch.BoolTensor(cuda_t == 0)`: "expected a CPU tensor"), `from_numpy` takes an array.
-HOST_DATA_CALLS = names.LEGACY_CONSTRUCTORS | {"torch.from_numpy"}
-
-
-def _host_data(func: cst.FunctionDef, facts: FileFacts) -> set[str]:
-    """Parameters the body hands, or a comparison or arithmetic of which it hands, as the data of
-    a call that takes only host data (`torch.BoolTensor(seqs == 0)`, `torch.from_numpy(a)`,
-    `np.asarray(a)`): they hold host data (a list, a NumPy array), not a device tensor. Only
-    names the body never rebinds."""
-    found, rebound = set(), set()
-    for node in syntax.walk_expressions(func.body):
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            rebound.update(t.value for target in targets for t in syntax.unpacked_targets(target) if isinstance(t, cst.Name))
-        if not isinstance(node, cst.Call):
-            continue
-        qualified = facts.resolve(node.func) or ""
-        if qualified not in HOST_DATA_CALLS and not qualified.startswith("numpy."):
-            continue
-        data = syntax.positional(node)[:1]
-        value = data[0].value if data else None
-        while isinstance(value, (cst.Comparison, cst.BinaryOperation)):
-            value = value.left
-        if isinstance(value, cst.Name):
-            found.add(value.value)
-    return found - rebound
 
 
 def _part_of(value: Optional[cst.BaseExpression], name: str) -> bool:

@@ -193,11 +193,7 @@ class ValueModel:
             expr = expr.func.value
         if isinstance(expr, cst.Name):
             return self.factories.get(expr.value)
-        if not isinstance(expr, cst.Call) or self.facts.is_tensor_source(expr) is None:
-            return None
-        if syntax.keyword(expr, "device") or syntax.has_double_star(expr):
-            return None
-        return expr
+        return expr if is_device_less_factory(expr, self.facts) else None
 
     def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
         """Where expr lives when this scope put it on an accelerator, else None (CPU or unknown)."""
@@ -660,9 +656,21 @@ def is_tensor_device(expr: cst.BaseExpression, self_name: Optional[str]) -> bool
     return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and may_be_tensor(expr.value, self_name)
 
 
+def is_device_less_factory(expr: cst.BaseExpression, facts) -> bool:
+    """A tensor factory call given no `device=` (nor `**kwargs` that may hold one): a CPU tensor."""
+    return isinstance(expr, cst.Call) and facts.is_tensor_source(expr) is not None \
+        and syntax.keyword(expr, "device") is None and not syntax.has_double_star(expr)
+
+
 def tensor_device_names(func: cst.FunctionDef, self_name: Optional[str]) -> frozenset:
     """The local names of func bound only to a tensor's device (`device = img.device`, `device, dtype =
-    x.device, x.dtype`): every binding is such an assignment; parameters, loop targets and other
+    x.device, x.dtype`)."""
+    return names_bound_only_to(func, lambda value: is_tensor_device(value, self_name))
+
+
+def names_bound_only_to(func: cst.FunctionDef, kind: Callable[[cst.BaseExpression], bool]) -> frozenset:
+    """The local names of func whose every binding is an assignment of a value of that `kind`
+    (`name = v`, `a, b = v, w`, `name: T = v`); parameters, loop targets, `+=` and other
     bindings are not."""
     values_of: dict[str, list] = {}
     other = set(syntax.param_names(func.params))
@@ -682,7 +690,7 @@ def tensor_device_names(func: cst.FunctionDef, self_name: Optional[str]) -> froz
             other.add(node.name.value)
     return frozenset(
         name for name, bound in values_of.items()
-        if name not in other and all(v is not None and is_tensor_device(v, self_name) for v in bound)
+        if name not in other and all(v is not None and kind(v) for v in bound)
     )
 
 

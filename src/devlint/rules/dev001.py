@@ -14,8 +14,9 @@ RAISED_WITHOUT_CUDA = "AssertionError"
 
 
 class HardcodedCudaCall(Rule):
-    """A `.cuda(...)` method call on any receiver that is not guarded (nor a name bound by an import) (nor in a `try` catching
-    its AssertionError); the fix writes `.to(device)` where a `device` name is in scope."""
+    """A `.cuda(...)` method call on any receiver but a name bound by an import, that is not
+    guarded (nor in a `try` catching its AssertionError); the fix writes `.to(device)` where a
+    `device` name is in scope."""
 
     code = "DEV001"
     name = "hardcoded-cuda-call"

@@ -231,8 +231,9 @@ class UnregisteredTensorAttribute(Rule):
             return
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
-        loader_time = _loader_time_methods(self.facts.class_info(node))
-        class_methods = (self.facts.class_info(node).methods if self.facts.class_info(node) else {})
+        info = self.facts.class_info(node)
+        loader_time = _loader_time_methods(info)
+        class_methods = info.methods if info is not None else {}
         keeps_tensors = self.facts.keeps_its_tensors(node)
         # the reads of each flagged attribute that move it right there, or after an earlier move
         moving = {}
@@ -814,17 +815,8 @@ class _Locals:
     def cpu_factory_names(self) -> frozenset:
         """Names bound only to tensor factories given no `device=` (CPU tensors wherever the module is)."""
         if self._cpu_factories is None:
-            bound: dict[str, list] = {}
-            for node in syntax.walk_expressions(self.func.body):
-                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    for target in targets:
-                        if isinstance(target, cst.Name):
-                            bound.setdefault(target.value, []).append(node.value)
-            self._cpu_factories = frozenset(
-                name for name, found in bound.items()
-                if all(isinstance(v, cst.Call) and self.facts.is_tensor_source(v) is not None
-                       and syntax.keyword(v, "device") is None and not syntax.has_double_star(v) for v in found))
+            self._cpu_factories = values.names_bound_only_to(
+                self.func, lambda value: values.is_device_less_factory(value, self.facts))
         return self._cpu_factories
 
     def range_names(self) -> frozenset:
