@@ -3,7 +3,7 @@ follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -35,6 +35,26 @@ def _names_cuda_type(expr: cst.BaseExpression, facts) -> bool:
     """`torch.cuda.FloatTensor` (or its string): a legacy CUDA tensor type."""
     name = facts.resolve(expr) or syntax.string_value(expr) or ""
     return name.startswith("torch.cuda.") and name.endswith("Tensor")
+
+
+# What a tensor is, not where its data lives: reading one of these meets no other tensor.
+_WHAT_IT_IS = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel"})
+
+
+def reads_only_what_it_is(path: Sequence[cst.CSTNode]) -> bool:
+    """The read path[-1] asks only what the tensor is: its `.shape`, `.dtype`, `.ndim`, `.size()`,
+    `.dim()`, `.numel()`; its `.device` or `.is_cuda` in a comparison or a test; or whether it `is
+    None`. Such a read meets no other tensor (a `.device` passed on does place what it makes)."""
+    read, parent = path[-1], path[-2] if len(path) > 1 else None
+    if isinstance(parent, cst.Attribute) and parent.value is read:
+        if parent.attr.value in _WHAT_IT_IS:
+            return True
+        if parent.attr.value in ("device", "is_cuda") and len(path) > 2:
+            holder = path[-3]
+            return isinstance(holder, (cst.Comparison, cst.ComparisonTarget, cst.If, cst.UnaryOperation))
+        return False
+    return isinstance(parent, cst.Comparison) and parent.left is read and all(
+        isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons)
 
 
 def is_move(call: cst.Call, facts) -> bool:

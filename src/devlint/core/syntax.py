@@ -290,6 +290,19 @@ def walk_with_paths(root: cst.CSTNode, prefix: Sequence[cst.CSTNode]) -> Iterato
         stack.extend((child, path + [child]) for child in reversed(_evaluation_order(node)))
 
 
+def earlier_statements(path: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """The statements that run before the one holding path[-1] in its function: those before it
+    in its block and in each enclosing block, up to the innermost function's own body."""
+    start = max((i for i, n in enumerate(path) if isinstance(n, (cst.FunctionDef, cst.Lambda))), default=0)
+    for index in range(start, len(path) - 1):
+        block, statement = path[index], path[index + 1]
+        if isinstance(block, cst.IndentedBlock):
+            for earlier in block.body:
+                if earlier is statement:
+                    break
+                yield earlier
+
+
 def in_exclusive_arms(root: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:
     """Whether `first` and `second` (nodes under root) stand in different arms of one `if` (or
     conditional expression): never both in one pass."""

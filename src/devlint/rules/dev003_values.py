@@ -161,13 +161,51 @@ def _attribute(walk: _Walk, parent: cst.Attribute) -> Optional[Fate]:
     return Fate(NON_TENSOR, walk.met)
 
 
+def _given_type_strings(walk: _Walk, call: cst.Call) -> bool:
+    """`v.type(dtype)` where `dtype` is a parameter of the enclosing function, never rebound,
+    that every call of the function in the file gives as a tensor's type string
+    (`self.decode(outputs, dtype=x.type())`): like `.type(x.type())`, a move onto x's device."""
+    args = syntax.positional(call)
+    if len(args) != 1 or len(call.args) != 1 or not isinstance(args[0].value, cst.Name):
+        return False
+    name = args[0].value.value
+    function = next((n for n in reversed(walk.path) if isinstance(n, cst.FunctionDef)), None)
+    if function is None or name not in syntax.param_names(function.params) or any(
+            isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == name
+            for n in syntax.walk(function.body)):
+        return False
+    sites = call_sites(function, walk.facts)
+    if not sites:
+        return False
+    for _, path in sites:
+        given = _argument_for(function, path[-1], name)
+        if not (isinstance(given, cst.Call) and not given.args and isinstance(given.func, cst.Attribute)
+                and given.func.attr.value == "type" and walk.facts.resolve(given.func) is None):
+            return False
+    return True
+
+
+def _argument_for(callee: cst.FunctionDef, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    """What `call` gives `callee`'s parameter `name`: by keyword, or by position (after `self`)."""
+    if syntax.has_star_args(call) or syntax.has_double_star(call):
+        return None
+    given = syntax.keyword(call, name)
+    if given is not None:
+        return given.value
+    params = [p.name.value for p in syntax.all_params(callee.params) if p.star not in ("*", "**")]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    positional = syntax.positional(call)
+    return positional[params.index(name)].value if name in params and params.index(name) < len(positional) else None
+
+
 # Tensor methods whose one tensor argument gives only its dtype, device or shape: the receiver
 # is cast, moved or reshaped by it, and never combined with it.
 _READS_ITS_FORM = frozenset({"type_as", "to", "expand_as", "view_as", "reshape_as"})
 
 
 def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
-    if values.is_move(call, walk.facts):
+    if values.is_move(call, walk.facts) or method == "type" and _given_type_strings(walk, call):
         return Fate(MOVE, walk.met)
     if method in names.NON_TENSOR_METHODS:
         return Fate(NON_TENSOR, walk.met)
@@ -331,9 +369,15 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         walk.siblings = []
         return None
     if isinstance(func, cst.Attribute):  # an argument to a method of another value: it meets that value
-        if not others and not func.attr.value.endswith("_") and _another_cpu_factory(walk, func.value):
-            # `torch.zeros(n, n).masked_fill(mask, v)`: two CPU tensors; the result goes on (an
-            # in-place `masked_fill_` leaves it in the receiver, whose own uses decide)
+        if not others and _another_cpu_factory(walk, func.value):
+            if func.attr.value.endswith("_"):
+                # `mask.scatter_(0, idx, True)` on `mask = torch.zeros(n)`: it meets only that CPU
+                # tensor, and lives on in the receiver, whose later uses decide (as `outs.append(v)`)
+                statement = walk.path[walk.i - 3] if walk.i >= 3 else None
+                if isinstance(func.value, cst.Name) and isinstance(statement, cst.Expr) and statement.value is call:
+                    return Fate(ASSIGNED, walk.met, func.value.value, statement)
+                return walk.use(func.value)
+            # `torch.zeros(n, n).masked_fill(mask, v)`: two CPU tensors; the result goes on
             walk.i -= 2
             walk.siblings = []
             return None
@@ -345,7 +389,14 @@ def _another_cpu_factory(walk: _Walk, receiver: cst.BaseExpression) -> bool:
     """A receiver made by a factory without `device=` (through shape methods), or a local name
     bound only to such factories: meeting it is meeting the CPU, like the value itself."""
     if isinstance(receiver, cst.Name):
-        return receiver.value in walk.factory_names
+        function = next((n for n in reversed(walk.path) if isinstance(n, cst.FunctionDef)), None)
+        if function is None:
+            return False
+        known = walk.facts.memo.setdefault("dev003.cpu-factory-names", {})
+        if id(function) not in known:  # `mask = torch.zeros(n)`, not `torch.zeros(n, device=d)`
+            known[id(function)] = values.names_bound_only_to(
+                function, lambda value: values.is_device_less_factory(value, walk.facts))
+        return receiver.value in known[id(function)]
     return values.ValueModel(walk.facts).device_less_factory(receiver) is not None
 
 
@@ -981,6 +1032,8 @@ class FunctionValues:
             return Verdict()  # a parameter's default: where it meets anything is the parameter's reads, not followed
         if found.kind == USE and not found.met and _stored_then_moved(path, found.at, self.facts, rebound=True):
             return Verdict()  # `self.m = <value>`, then `self.m = self.m.to(x)` before any other read
+        if found.kind == USE and _stored_where_moved_at_every_read(path, found.at, found.met, self.facts):
+            return Verdict()  # `self.m = <value>`, and every later read of `self.m` moves it
         if found.kind == USE:
             return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:
@@ -1231,9 +1284,14 @@ class FunctionValues:
             if found.kind != ASSIGNED or not isinstance(found.at, cst.Assign) or len(found.at.targets) != 1:
                 return False
             target = found.at.targets[0].target
+            if isinstance(target, cst.Name):  # `masks = self.f(x)`, then `masks[0]`, `masks[1]`
+                return self._items_meet_nothing(target.value, position, found.at)
             parts = list(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else []
-            if len(parts) <= position or any(isinstance(e, cst.StarredElement) for e in parts) \
-                    or not isinstance(parts[position].value, cst.Name):
+            if len(parts) <= position or any(isinstance(e, cst.StarredElement) for e in parts):
+                return False
+            if isinstance(parts[position].value, cst.Attribute):  # `self.a, self.b = self.f(x)`
+                return _stored_where_moved_at_every_read(path, found.at, (), self.facts, part=parts[position].value)
+            if not isinstance(parts[position].value, cst.Name):
                 return False
             verdict = self._follow(parts[position].value.value, path, alone=True)
             return verdict.forward_use is None
@@ -1241,10 +1299,37 @@ class FunctionValues:
             return True  # moved, or only iterated, indexed with or read on the host: it meets nothing
         if found.kind == USE and not found.met and _stored_then_moved(path, found.at, self.facts):
             return True
+        if found.kind == USE and _stored_where_moved_at_every_read(path, found.at, found.met, self.facts):
+            return True
         if found.kind != ASSIGNED or not found.name:
             return False
         verdict = self._follow(found.name, path, found.one_dim)
         return verdict.forward_use is None  # moved before use, or never used where it meets anything
+
+    def _items_meet_nothing(self, name: str, position: int, binding: cst.Assign) -> bool:
+        """`name`, bound once in this function by `binding` to a returned tuple, is read only as
+        `name[k]` with integer literals k, and each read of `name[position]` moves the item or
+        meets nothing (`self.register_buffer("m0", masks[0])` in `__init__`, `masks[0].to(x.device)`)."""
+        reads = 0
+        for node, node_path in syntax.walk_with_paths(self.node, []):
+            if not (isinstance(node, cst.Name) and node.value == name and _is_variable(node_path)):
+                continue
+            if binding in node_path or syntax.in_exclusive_arms(self.node, binding, node):
+                continue  # the binding itself, or the other arm of its `if` (`else: masks = None`)
+            if _storing_statement(node_path) is not None:
+                return False  # bound again: another value under the name
+            parent = node_path[-2]
+            index = parent.slice[0].slice if isinstance(parent, cst.Subscript) and parent.value is node \
+                and len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) else None
+            if index is None or not isinstance(index.value, cst.Integer):
+                return False
+            if int(index.value.value) != position:
+                continue
+            if fate(node_path[:-1], self.facts, self.is_tensor, self.host_tables, methods=self.methods).kind \
+                    not in (MOVE, NEUTRAL, NON_TENSOR):
+                return False
+            reads += 1
+        return reads > 0
 
     def _returned_harmlessly(self, use: Fate, value: cst.CSTNode) -> bool:
         """`return v` (or `return a, v`) of a function whose result (or that element of it)
@@ -1303,6 +1388,112 @@ def _stored_then_moved(path, store, facts, rebound: bool = False) -> bool:
             return isinstance(parent, cst.Attribute) and parent.value is node and isinstance(call, cst.Call) \
                 and call.func is parent and values.is_move(call, facts)
     return False
+
+
+def _stored_where_moved_at_every_read(path, store, met, facts, part: Optional[cst.BaseExpression] = None) -> bool:
+    """`store` puts the value in `self.NAME` (`self.NAME = v`, an item `self.NAME[key] = v`, or
+    `part`, one element of `self.a, self.b = f(x)`) in a method, and every read of `self.NAME` in
+    the class's methods after construction (not in `__init__`) moves it where it is read
+    (`self.NAME.to(x.device)`; for an item store `self.NAME[key].to(x)`), comes after a statement
+    of its function that moves it back (`self.NAME = self.NAME.to(x.device)`, also in an `if` that
+    tests it), or reads only what it is (`.device`, `.shape`, `.dtype`, `is None`, `key in
+    self.NAME`). As DEV004 spares a table moved at every read, the attribute lives where it is
+    moved, and the stored value meets nothing there."""
+    if not isinstance(store, cst.Assign) or len(store.targets) != 1:
+        return False
+    target = part if part is not None else _stored_part(path, store, met)
+    item = isinstance(target, cst.Subscript)
+    if item:
+        target = target.value
+    k = next((k for k in range(len(path) - 1, -1, -1) if path[k] is store), None)
+    method = next((path[i] for i in range(k or 0, -1, -1) if isinstance(path[i], cst.FunctionDef)), None)
+    definer = facts.definers.get(method) if method is not None else None
+    if not isinstance(definer, ClassInfo) or not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                                                  and target.value.value == syntax.self_name(method)):
+        return False
+    klass, name = definer.node, target.attr.value
+    reads = 0
+    for function in syntax.block_statements(klass.body):
+        me = syntax.self_name(function) if isinstance(function, cst.FunctionDef) else None
+        if me is None or function.name.value == "__init__":
+            continue
+        for node, node_path in syntax.walk_with_paths(function, []):
+            if not (isinstance(node, cst.Attribute) and node.attr.value == name
+                    and isinstance(node.value, cst.Name) and node.value.value == me):
+                continue
+            if _written(node, node_path):
+                continue
+            if not (_read_moved(node, node_path, item, facts) or _moved_back_before(node_path, name, me, facts)):
+                return False
+            reads += 1
+    return reads > 0
+
+
+def _stored_part(path, store: cst.Assign, met) -> Optional[cst.BaseExpression]:
+    """Where `store` puts the value path[-1] makes: its target (`self.a = v`, meeting nothing),
+    the item it sets (`self.d[key] = v`, meeting only `self.d`), or the element of a tuple target
+    that takes it (`self.a, self.b = v, w`)."""
+    target = store.targets[0].target
+    if isinstance(target, cst.Subscript):
+        return target if all(m is target.value for m in met) else None
+    if met:
+        return None
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(store.value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(store.value.elements):
+        held = {id(n) for n in path}
+        position = next((k for k, e in enumerate(store.value.elements) if id(e) in held), None)
+        return None if position is None else target.elements[position].value
+    return target
+
+
+def _written(node: cst.Attribute, node_path) -> bool:
+    """`self.NAME = v`, `self.NAME[key] = v` or `self.NAME, other = v`: a write, not a read."""
+    i = len(node_path) - 2
+    if isinstance(node_path[i], cst.Subscript) and node_path[i].value is node:
+        i -= 1
+    while i > 0 and isinstance(node_path[i], (cst.Element, cst.Tuple, cst.List)):
+        i -= 1
+    return isinstance(node_path[i], cst.AssignTarget)
+
+
+def _read_moved(node: cst.Attribute, node_path, item: bool, facts) -> bool:
+    """The read `self.NAME` at node_path[-1] moves it there, reads only what it is, or tests
+    whether a key is in it."""
+    read, i = node, len(node_path) - 2
+    if item and isinstance(node_path[i], cst.Subscript) and node_path[i].value is read:
+        read, i = node_path[i], i - 1  # `self.NAME[key]`: the item the store put there
+    if values.reads_only_what_it_is(node_path[:i + 2]):
+        return True
+    parent = node_path[i]
+    if isinstance(parent, cst.Attribute) and parent.value is read:
+        call = node_path[i - 1]
+        return isinstance(call, cst.Call) and call.func is parent and values.is_move(call, facts)
+    return isinstance(parent, cst.ComparisonTarget) and parent.comparator is read \
+        and isinstance(parent.operator, (cst.In, cst.NotIn))  # `key in self.NAME`
+
+
+def _moved_back_before(node_path, name: str, me: str, facts) -> bool:
+    """A statement before the read, in a block of its function that holds it, stores the
+    attribute moved (`self.NAME = self.NAME.to(x.device)`), itself or in an `if` that tests the
+    attribute (`if self.NAME.device != d: self.NAME = self.NAME.to(d)`)."""
+    for earlier in syntax.earlier_statements(node_path):
+        tests_it = isinstance(earlier, cst.If) and earlier.orelse is None and any(
+            isinstance(n, cst.Attribute) and n.attr.value == name and isinstance(n.value, cst.Name)
+            and n.value.value == me for n in syntax.walk(earlier.test))
+        candidates = [earlier] + (list(syntax.block_statements(earlier.body)) if tests_it else [])
+        if any(_moves_back(small, name, me, facts) for c in candidates for small in syntax.small_statements(c)):
+            return True
+    return False
+
+
+def _moves_back(small: cst.CSTNode, name: str, me: str, facts) -> bool:
+    """`self.NAME = self.NAME.to(x)`."""
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)):
+        return False
+    target, call = small.targets[0].target, small.value
+    same = lambda e: isinstance(e, cst.Attribute) and e.attr.value == name and isinstance(e.value, cst.Name) \
+        and e.value.value == me  # noqa: E731
+    return same(target) and isinstance(call.func, cst.Attribute) and same(call.func.value) and values.is_move(call, facts)
 
 
 def _statement_after(path, k: int) -> Optional[cst.CSTNode]:

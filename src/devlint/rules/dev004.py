@@ -107,18 +107,22 @@ class UnregisteredTensorAttribute(Rule):
         parent = ancestors[-2]
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node:
             return  # a store, not a read
+        state = self._classes[frame.klass]
+        if state.reads is None:
+            state.reads = ForwardTimeSites(self.ctx[ForwardTime])
+        if values.reads_only_what_it_is(ancestors):
+            # `self.NAME.shape`, `self.NAME is None`: what it is, not where its data lives; kept
+            # only to tell which methods use it beside the other attributes (no fix then)
+            state.reads.add(_ASKED + name, node, frame)
+            return
         local = self._locals.get(frame.node)
         if local is None:
             local = self._locals[frame.node] = _Locals(frame.node, frame.self_name, self.facts)
-        state = self._classes[frame.klass]
         state.read_in.setdefault(name, set()).add(frame.method)
         if _in_buffer_registration(ancestors, frame.self_name):
             state.registered.add(name)
         state.read_paths.setdefault(name, []).append((tuple(ancestors), frame.self_name, local))
-        if not _is_none_test(parent):
-            if state.reads is None:
-                state.reads = ForwardTimeSites(self.ctx[ForwardTime])
-            state.reads.add(name, node, frame)
+        state.reads.add(name, node, frame)
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -294,7 +298,7 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # computed afresh from the inputs at every forward call: it lives where they do
                 uses = [(read, method) for read, method in (reads.at_forward_time(name) if reads is not None else [])
                         if id(read) not in moving[name]]
-                if fix is not None and _read_beside(name, uses, apart, reads):
+                if fix is not None and _read_beside(name, uses + list(reads.at_forward_time(_ASKED + name) if reads else []), apart, reads):
                     fix = None  # registered alone, it would move away from a sibling that stays
                 if fix is not None and _meets_cpu_local(state.read_paths.get(name, ()), self.facts):
                     fix = None  # registered, it would move away from a CPU tensor made where it is read
@@ -402,6 +406,8 @@ MAX_READS_SHOWN = 3  # forward-time reads a finding names
 
 # the key under which a class's sites record the assignments of `self.NAME` made from the inputs
 _WITH_INPUTS = "="
+# The key prefix of the reads that ask only what the tensor is (`self.NAME.shape`).
+_ASKED = "?"
 
 
 def _input_places(frame) -> dict[str, str]:
@@ -624,17 +630,8 @@ def _moved_earlier(ancestors: list[cst.CSTNode], name: str, self_name: Optional[
     starts = [i for i, node in enumerate(ancestors) if isinstance(node, (cst.FunctionDef, cst.Lambda))]
     if not starts or not isinstance(ancestors[starts[-1]], cst.FunctionDef):
         return False
-    start = starts[-1]
-    for index in range(start, len(ancestors) - 1):
-        block, statement = ancestors[index], ancestors[index + 1]
-        if not isinstance(block, cst.IndentedBlock):
-            continue
-        for earlier in block.body:
-            if earlier is statement:
-                break
-            if any(_moves_itself(small, name, self_name, facts, local) for small in syntax.small_statements(earlier)):
-                return True
-    return False
+    return any(_moves_itself(small, name, self_name, facts, local)
+               for earlier in syntax.earlier_statements(ancestors) for small in syntax.small_statements(earlier))
 
 
 def _moves_itself(small: cst.BaseSmallStatement, name: str, self_name: Optional[str], facts, local: "_Locals") -> bool:
@@ -654,13 +651,6 @@ def _moves_itself(small: cst.BaseSmallStatement, name: str, self_name: Optional[
             and node.value.value == self_name):
         return False
     return _moved_at_read([*chain, node], self_name, facts, local)
-
-
-def _is_none_test(parent: cst.CSTNode) -> bool:
-    """`self.NAME is None` (a lazy cache's test): a read that meets no tensor."""
-    return isinstance(parent, cst.Comparison) and all(
-        isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons
-    )
 
 
 def _apply_moves(info, method: cst.FunctionDef, facts) -> list[tuple[Optional[frozenset], str, str]]:
