@@ -682,6 +682,16 @@ def is_device_less_factory(expr: cst.BaseExpression, facts) -> bool:
         and syntax.keyword(expr, "device") is None and not syntax.has_double_star(expr)
 
 
+def cpu_factory_names(func: cst.FunctionDef, facts) -> frozenset:
+    """The local names of func bound only to tensor factories given no `device=` (`mask =
+    torch.zeros(n)`, not `torch.zeros(n, device=x.device)`): CPU tensors wherever the module is.
+    Worked out once per function of the file."""
+    known = facts.memo.setdefault("values.cpu-factory-names", {})
+    if func not in known:
+        known[func] = names_bound_only_to(func, lambda value: is_device_less_factory(value, facts))
+    return known[func]
+
+
 def tensor_device_names(func: cst.FunctionDef, self_name: Optional[str]) -> frozenset:
     """The local names of func bound only to a tensor's device (`device = img.device`, `device, dtype =
     x.device, x.dtype`)."""

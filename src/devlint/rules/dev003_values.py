@@ -178,25 +178,12 @@ def _given_type_strings(walk: _Walk, call: cst.Call) -> bool:
     if not sites:
         return False
     for _, path in sites:
-        given = _argument_for(function, path[-1], name)
+        call_site = path[-1]
+        given = next((a.value for a in call_site.args if _parameter_given(function, call_site, a) == name), None)
         if not (isinstance(given, cst.Call) and not given.args and isinstance(given.func, cst.Attribute)
                 and given.func.attr.value == "type" and walk.facts.resolve(given.func) is None):
             return False
     return True
-
-
-def _argument_for(callee: cst.FunctionDef, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    """What `call` gives `callee`'s parameter `name`: by keyword, or by position (after `self`)."""
-    if syntax.has_star_args(call) or syntax.has_double_star(call):
-        return None
-    given = syntax.keyword(call, name)
-    if given is not None:
-        return given.value
-    params = [p.name.value for p in syntax.all_params(callee.params) if p.star not in ("*", "**")]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        params = params[1:]
-    positional = syntax.positional(call)
-    return positional[params.index(name)].value if name in params and params.index(name) < len(positional) else None
 
 
 # Tensor methods whose one tensor argument gives only its dtype, device or shape: the receiver
@@ -390,13 +377,7 @@ def _another_cpu_factory(walk: _Walk, receiver: cst.BaseExpression) -> bool:
     bound only to such factories: meeting it is meeting the CPU, like the value itself."""
     if isinstance(receiver, cst.Name):
         function = next((n for n in reversed(walk.path) if isinstance(n, cst.FunctionDef)), None)
-        if function is None:
-            return False
-        known = walk.facts.memo.setdefault("dev003.cpu-factory-names", {})
-        if id(function) not in known:  # `mask = torch.zeros(n)`, not `torch.zeros(n, device=d)`
-            known[id(function)] = values.names_bound_only_to(
-                function, lambda value: values.is_device_less_factory(value, walk.facts))
-        return receiver.value in known[id(function)]
+        return function is not None and receiver.value in values.cpu_factory_names(function, walk.facts)
     return values.ValueModel(walk.facts).device_less_factory(receiver) is not None
 
 
@@ -477,22 +458,28 @@ def _module_function(walk: _Walk, func: cst.BaseExpression) -> Optional[cst.Func
     return defined[0] if len(defined) == 1 else None
 
 
+def _parameter_given(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> Optional[str]:
+    """The parameter of `callee` that `arg` of `call` fills: by keyword, or by position (after
+    `self` in a method call); None for a starred argument or a callee that takes `*args` or
+    `**kwargs`."""
+    params = list(syntax.all_params(callee.params))
+    if isinstance(call.func, cst.Attribute) and params and "staticmethod" not in syntax.decorator_names(callee):
+        params = params[1:]  # `self.m(v)`: v is the parameter after `self`
+    if arg.star or any(p.star in ("*", "**") for p in params if p.star):
+        return None
+    if arg.keyword is not None:
+        return next((p.name.value for p in params if p.name.value == arg.keyword.value), None)
+    position = syntax.positional(call).index(arg)
+    return params[position].name.value if position < len(params) and not params[position].star else None
+
+
 def _read_on_host_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, walk: _Walk) -> bool:
     """Whether `callee` (a function of this file, or a method of the class) reads the parameter
     `arg` is given to only where a CPU value meets nothing: as an index (`value[indices]`), an
     element of a 1-dim value (`n[0]` then a slice bound), a size or another host end, through
     local names bound to such reads (and after `p = [p]`, through the list of itself). A parameter
     rebound otherwise, or captured, is not followed."""
-    params = list(syntax.all_params(callee.params))
-    if isinstance(call.func, cst.Attribute) and params and "staticmethod" not in syntax.decorator_names(callee):
-        params = params[1:]  # `self.m(v)`: v is the parameter after `self`
-    if arg.star or any(p.star in ("*", "**") for p in params if p.star):
-        return False
-    if arg.keyword is not None:
-        param = next((p.name.value for p in params if p.name.value == arg.keyword.value), None)
-    else:
-        position = syntax.positional(call).index(arg)
-        param = params[position].name.value if position < len(params) and not params[position].star else None
+    param = _parameter_given(callee, call, arg)
     if param is None:
         return False
     if callee in walk.reading:

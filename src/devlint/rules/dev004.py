@@ -575,7 +575,7 @@ def _meets_cpu_local(read_paths, facts) -> bool:
             others = [a.value for a in path[k - 1].args]
         else:
             continue
-        cpu = local.cpu_factory_names()
+        cpu = values.cpu_factory_names(local.func, facts)
         if any(isinstance(o, cst.Name) and o.value in cpu for o in others if o is not read):
             return True
     return False
@@ -790,7 +790,6 @@ class _Locals:
         self._scalars: Optional[frozenset] = None
         self._devices: Optional[frozenset] = None
         self._ranges: Optional[frozenset] = None
-        self._cpu_factories: Optional[frozenset] = None
 
     def scalar_names(self) -> frozenset:
         if self._scalars is None:
@@ -801,13 +800,6 @@ class _Locals:
         if self._devices is None:
             self._devices = values.tensor_device_names(self.func, self.self_name)
         return self._devices
-
-    def cpu_factory_names(self) -> frozenset:
-        """Names bound only to tensor factories given no `device=` (CPU tensors wherever the module is)."""
-        if self._cpu_factories is None:
-            self._cpu_factories = values.names_bound_only_to(
-                self.func, lambda value: values.is_device_less_factory(value, self.facts))
-        return self._cpu_factories
 
     def range_names(self) -> frozenset:
         """Names bound only as the target of `for i in range(...)` (or the index of `enumerate(...)`)."""
