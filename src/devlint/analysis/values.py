@@ -43,9 +43,14 @@ _WHAT_IT_IS = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel"})
 
 def reads_only_what_it_is(path: Sequence[cst.CSTNode]) -> bool:
     """The read path[-1] asks only what the tensor is: its `.shape`, `.dtype`, `.ndim`, `.size()`,
-    `.dim()`, `.numel()`; its `.device` or `.is_cuda` in a comparison or a test; or whether it `is
-    None`. Such a read meets no other tensor (a `.device` passed on does place what it makes)."""
+    `.dim()`, `.numel()`; its `.device` or `.is_cuda` in a comparison or a test; whether it `is
+    None`; or its type (`isinstance(t, torch.Tensor)`). Such a read meets no other tensor (a
+    `.device` passed on does place what it makes)."""
     read, parent = path[-1], path[-2] if len(path) > 1 else None
+    if isinstance(parent, cst.Arg) and parent.value is read and len(path) > 2:
+        call = path[-3]
+        return (isinstance(call, cst.Call) and syntax.dotted_name(call.func) == "isinstance"
+                and call.args[0] is parent)
     if isinstance(parent, cst.Attribute) and parent.value is read:
         if parent.attr.value in _WHAT_IT_IS:
             return True
@@ -116,12 +121,56 @@ def is_host_argument(callee: Optional[str], call: cst.Call, arg: cst.Arg) -> boo
     return arg in positional and positional.index(arg) in slots
 
 
+# The Python types torch takes as dtypes: `x.to(bool)` is `x.to(torch.bool)`.
+_PYTHON_DTYPES = frozenset({"bool", "int", "float", "complex"})
+
+
 def _is_dtype(expr: cst.BaseExpression, facts) -> bool:
-    """`torch.float16`, or a name or attribute that says it holds a dtype (`x.to(y.dtype)`,
-    `x.to(self.compute_dtype)`)."""
+    """`torch.float16`, a Python type torch takes for one (`x.to(bool)`), or a name or attribute
+    that says it holds a dtype (`x.to(y.dtype)`, `x.to(self.compute_dtype)`)."""
     if facts.resolve(expr) in names.DTYPE_NAMES:
         return True
+    if isinstance(expr, cst.Name) and facts.resolve(expr) is None and (
+            expr.value in _PYTHON_DTYPES or expr.value in _names_bound_only_to_dtypes(facts)):
+        return True
     return isinstance(expr, (cst.Name, cst.Attribute)) and "dtype" in (syntax.last_name(expr) or "").lower()
+
+
+def _names_bound_only_to_dtypes(facts) -> frozenset[str]:
+    """The names every binding of which in the file, in any scope, is a plain assignment of a
+    torch dtype (`T_FLOAT = torch.float64`): wherever such a name is read, it holds a dtype."""
+    found = facts.memo.get("values.dtype-names")
+    if found is None:
+        bound: dict[str, bool] = {}
+
+        def bind(name: str, is_dtype: bool) -> None:
+            bound[name] = bound.get(name, True) and is_dtype
+
+        def bind_target(target: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
+            if isinstance(target, cst.Name):
+                bind(target.value, value is not None and facts.resolve(value) in names.DTYPE_NAMES)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    bind_target(element.value, None)
+            elif isinstance(target, cst.StarredElement):
+                bind_target(target.value, None)
+
+        for node in syntax.walk(facts.module):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    bind_target(target.target, node.value)
+            elif isinstance(node, cst.AnnAssign):
+                bind_target(node.target, node.value)
+            elif isinstance(node, (cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+                bind_target(node.target, None)
+            elif isinstance(node, cst.AsName):
+                bind_target(node.name, None)
+            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+                bind(node.name.value, False)
+            elif isinstance(node, cst.ImportAlias) and node.asname is None:
+                bind(syntax.dotted_name(node.name).split(".")[0], False)
+        found = facts.memo["values.dtype-names"] = frozenset(name for name, only in bound.items() if only)
+    return found
 
 
 # Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
@@ -130,11 +179,22 @@ HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 
 
 def is_host_call(call: cst.BaseExpression, facts) -> bool:
-    """`x.cpu()`, `x.numpy()`, `x.tolist()`, `x.item()`, `x.to("cpu")`: a value on the host."""
+    """`x.cpu()`, `x.numpy()`, `x.tolist()`, `x.item()`, `x.to("cpu")`, `x.type(torch.LongTensor)`:
+    a value on the host."""
     if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or facts.resolve(call.func) is not None:
         return False
     method = call.func.attr.value
-    return method in HOST_METHODS or (method == "to" and to_cpu(facts, call))
+    return method in HOST_METHODS or (method == "to" and to_cpu(facts, call)) or is_cpu_type_cast(call, facts)
+
+
+def is_cpu_type_cast(call: cst.Call, facts) -> bool:
+    """`x.type(torch.FloatTensor)` (or its string): a legacy CPU tensor type, which copies `x`
+    onto the CPU whatever its device."""
+    if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "type" or len(call.args) != 1:
+        return False
+    given = call.args[0].value
+    name = facts.resolve(given) or syntax.string_value(given) or ""
+    return call.args[0].keyword is None and name in names.LEGACY_CONSTRUCTORS and name != "torch.Tensor"
 
 
 CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict"})
@@ -337,7 +397,7 @@ class ValueModel:
                 return self._comprehension(args[0].value)  # `list(torch.zeros(n) for n in sizes)`
         qualified = self.facts.resolve(func)
         method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if method in HOST_METHODS and qualified is None or method == "to" and to_cpu(self.facts, expr):
+        if method in HOST_METHODS and qualified is None or method in ("to", "type") and is_host_call(expr, self.facts):
             kind = NON_TENSOR if method in names.NON_TENSOR_METHODS else _tensor_kind(self.of(func.value))
             return Value(kind, HOST)  # `x.cpu()`, `x.numpy()`: on the host whatever x is
         if method in names.NON_TENSOR_METHODS and qualified is None:

@@ -194,6 +194,8 @@ _READS_ITS_FORM = frozenset({"type_as", "to", "expand_as", "view_as", "reshape_a
 def _method_call(walk: _Walk, method: str, call: cst.Call) -> Optional[Fate]:
     if values.is_move(call, walk.facts) or method == "type" and _given_type_strings(walk, call):
         return Fate(MOVE, walk.met)
+    if method == "cpu" or values.is_cpu_type_cast(call, walk.facts):
+        return Fate(MOVE, walk.met)  # placed on the CPU on purpose, as `.to("cpu")` is: no `device=` to add
     if method in names.NON_TENSOR_METHODS:
         return Fate(NON_TENSOR, walk.met)
     if method in _WRITES:  # `buf.copy_(v)`: buf keeps its device and meets nothing
@@ -343,9 +345,9 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
         return _passed_through(walk)
     callee = _same_class_method_of(walk.methods, func)
-    if callee is not None and _moved_first_in(callee, call, parent, walk.facts):
-        return Fate(MOVE, walk.met)  # `self.f(v)` where f starts with `v = v.to(device)`
     defined = callee or _module_function(walk, func)
+    if defined is not None and _moved_first_in(defined, call, parent, walk.facts):
+        return Fate(MOVE, walk.met)  # `self.f(v)` or `f(v)` where f starts with `v = v.to(device)`
     if defined is not None and _read_on_host_in(defined, call, parent, walk):
         return Fate(NEUTRAL, walk.met)  # `f(x, torch.tensor([n]))` where f reads it only as `n_t[0]` or an index
     dispatched = _dispatched_to(walk, func, parent) if callee is None else []
@@ -543,7 +545,10 @@ def _helper_function(walk: _Walk, func: cst.BaseExpression) -> bool:
 
 
 def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts) -> bool:
-    """Whether the callee's first use of the parameter that `arg` fills moves it (`p = p.to(device)`)."""
+    """Whether the callee moves the parameter that `arg` fills before anything else reads it:
+    its first read past those that ask only what it is (`isinstance(p, Tensor)`, `p.shape`)
+    moves it, and so does every later read unless that first move rebinds the name in the
+    function's own body (`p = p.to(device)`)."""
     params = [p for p in syntax.all_params(callee.params) if p.star not in ("*", "**")]
     if params and params[0].name.value in ("self", "cls"):
         params = params[1:]
@@ -556,10 +561,27 @@ def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts
         if position >= len(params):
             return False
         name = params[position].name.value
+    moved = False
     for node, path in syntax.walk_with_paths(callee.body, []):
-        if isinstance(node, cst.Name) and node.value == name and _is_variable(path):
-            return fate(path, facts, lambda e: False).kind == MOVE
-    return False
+        if not (isinstance(node, cst.Name) and node.value == name and _is_variable(path)):
+            continue
+        if _storing_statement(path) is not None or values.reads_only_what_it_is(path):
+            continue
+        if fate(path, facts, lambda e: False).kind != MOVE:
+            return False
+        if _rebinds_at_top(callee, path, name):
+            return True
+        moved = True
+    return moved
+
+
+def _rebinds_at_top(callee: cst.FunctionDef, path, name: str) -> bool:
+    """The read at path[-1] is in a statement of the function's own body that binds `name`."""
+    line = next((n for n in path if isinstance(n, cst.SimpleStatementLine)), None)
+    if line is None or line not in callee.body.body:
+        return False
+    return any(isinstance(s, (cst.Assign, cst.AnnAssign)) and name in {t.value for t in assigned_names(s)}
+               for s in line.body)
 
 
 _WRITES = frozenset({"copy_"})
@@ -571,6 +593,21 @@ _TORCH_FULL_REDUCTIONS = frozenset("torch." + n for n in "sum mean prod max min 
 _SHAPE_KEEPING = frozenset("float double half long int short bool byte clone detach contiguous abs exp log sqrt neg".split())
 # Methods that return their `default` argument when the key is missing: `d.get(key, torch.ones(n))`.
 _DEFAULT_RETURNING = frozenset({"get", "pop"})
+
+
+# Factories whose first argument (or `size=`) is the shape.
+_SHAPED_FACTORIES = frozenset("torch." + n for n in "zeros ones empty full rand randn".split())
+
+
+def _empty_shape(call: cst.Call, source: str) -> bool:
+    """`torch.zeros(())`, `torch.empty([])`, `torch.full((), v)`: the shape is empty, the
+    tensor 0-dim."""
+    if source not in _SHAPED_FACTORIES:
+        return False
+    given = syntax.keyword(call, "size")
+    positional = syntax.positional(call)
+    shape = given.value if given is not None else positional[0].value if positional else None
+    return isinstance(shape, (cst.List, cst.Tuple)) and not shape.elements
 
 
 def _is_default(func: cst.Attribute, call: cst.Call, arg: cst.Arg) -> bool:
@@ -849,6 +886,7 @@ class FunctionValues:
         self._params: Optional[list[str]] = None
         self._derived: Optional[set[str]] = None
         self._scalar_names: Optional[frozenset] = None
+        self._assigned: Optional[frozenset] = None
         self._factory_names: Optional[frozenset] = None
         self._bound_values: Optional[dict] = None
         self._moved: Optional[frozenset] = None
@@ -914,6 +952,12 @@ class FunctionValues:
             return True
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         return qualified == "" and (method in names.NEW_TENSOR_METHODS or method == "clone")
+
+    def assigned_names(self) -> frozenset:
+        """The names and attributes the function assigns (`_assigned_dotted_names`)."""
+        if self._assigned is None:
+            self._assigned = _assigned_dotted_names(self.node)
+        return self._assigned
 
     def scalar_names(self) -> frozenset:
         if self._scalar_names is None:
@@ -989,6 +1033,11 @@ class FunctionValues:
 
     def verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
+        parent = path[-2] if path[-1] is call else path[-1]
+        if _empty_shape(call, source) and not isinstance(parent, (cst.Attribute, cst.Subscript)):
+            # `torch.empty([])`: a 0-dim CPU scalar mixes with tensors on any device (not
+            # `torch.ones(()).expand(n)`, `[None]`: a method or an index may give it dimensions)
+            return Verdict()
         if source in (names.AS_TENSOR, "torch.tensor", "torch.Tensor"):
             data = syntax.positional(call)
             if data and a_number_here(data[0].value, path, self.facts):
@@ -1081,6 +1130,7 @@ class FunctionValues:
         tracked = {name} if alone else set(_bound_names(binding)) or {name}
         one_dim_names = {name} if one_dim else set()  # those known to hold a 1-dim tensor
         arms = _branch_arms(path)
+        conditions = _conditions_held(path, self.assigned_names)
         arm_local = self._arm_local_names(path)
         started = False
         first_use = first_meet = None
@@ -1097,6 +1147,8 @@ class FunctionValues:
                 continue
             if arms and _in_other_arm(node_path, arms):
                 continue
+            if conditions and _conditions_held(node_path, self.assigned_names) & {(t, not held) for t, held in conditions}:
+                continue  # bound where a test fails, read only where it holds (or the reverse)
             assign = _storing_statement(node_path)
             if assign is not None:
                 if node.value in rebinds.get(assign, ()):
@@ -1647,6 +1699,49 @@ def _bound_names(statement: cst.CSTNode) -> list[str]:
 def _branch_arms(path: Sequence[cst.CSTNode]) -> dict:
     """For each `if` around a node: the arm (body or else) the node is in."""
     return {id(node): path[k + 1] for k, node in enumerate(path[:-1]) if isinstance(node, cst.If)}
+
+
+def _conditions_held(path: Sequence[cst.CSTNode], assigned: Callable[[], frozenset]) -> set:
+    """The tests the node at path[-1] runs under, as (the test's code, whether it holds there),
+    for each `if` or conditional expression around it whose test is a name or an attribute
+    (`flag`, `not self.legacy`, a part of `flag and n > 1` in its body) that the function never
+    assigns (`assigned()`): a value bound where `flag` is false is not the one read where it is
+    true."""
+    held = set()
+    for k, node in enumerate(path[:-1]):
+        if isinstance(node, (cst.If, cst.IfExp)) and path[k + 1] in (node.body, node.orelse):
+            held.update(_tests_known(node.test, path[k + 1] is node.body))
+    return {(test, holds) for test, holds in held if test not in assigned()} if held else held
+
+
+def _tests_known(test: cst.BaseExpression, holds: bool) -> list:
+    """(name or attribute, whether it is true) for what `test` being `holds` tells."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, holds = test.expression, not holds
+    if isinstance(test, cst.BooleanOperation):
+        # `a and b` true: both are; `a or b` false: neither is
+        if holds == isinstance(test.operator, cst.And):
+            return _tests_known(test.left, holds) + _tests_known(test.right, holds)
+        return []
+    dotted = syntax.dotted_name(test)
+    return [(dotted, holds)] if dotted is not None else []
+
+
+def _assigned_dotted_names(function: cst.FunctionDef) -> frozenset:
+    """The names and attributes (`x`, `self.legacy`) the function assigns or binds as loop targets."""
+    found = set()
+    for node in syntax.walk(function.body):
+        targets = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr)):
+            targets = [node.target]
+        for target in targets:
+            for part in syntax.walk(target):
+                dotted = syntax.dotted_name(part) if isinstance(part, (cst.Name, cst.Attribute)) else None
+                if dotted is not None:
+                    found.add(dotted)
+    return frozenset(found)
 
 
 def _in_other_arm(path: Sequence[cst.CSTNode], arms: dict) -> bool:
