@@ -141,36 +141,35 @@ def _names_bound_only_to_dtypes(facts) -> frozenset[str]:
     torch dtype (`T_FLOAT = torch.float64`): wherever such a name is read, it holds a dtype."""
     found = facts.memo.get("values.dtype-names")
     if found is None:
-        bound: dict[str, bool] = {}
-
-        def bind(name: str, is_dtype: bool) -> None:
-            bound[name] = bound.get(name, True) and is_dtype
-
-        def bind_target(target: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
-            if isinstance(target, cst.Name):
-                bind(target.value, value is not None and facts.resolve(value) in names.DTYPE_NAMES)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    bind_target(element.value, None)
-            elif isinstance(target, cst.StarredElement):
-                bind_target(target.value, None)
-
+        bound: dict[str, bool] = {}  # name -> whether every binding seen is a dtype
         for node in syntax.walk(facts.module):
             if isinstance(node, cst.Assign):
                 for target in node.targets:
-                    bind_target(target.target, node.value)
+                    _bind_target(bound, target.target, node.value, facts)
             elif isinstance(node, cst.AnnAssign):
-                bind_target(node.target, node.value)
+                _bind_target(bound, node.target, node.value, facts)
             elif isinstance(node, (cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-                bind_target(node.target, None)
+                _bind_target(bound, node.target, None, facts)
             elif isinstance(node, cst.AsName):
-                bind_target(node.name, None)
+                _bind_target(bound, node.name, None, facts)
             elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-                bind(node.name.value, False)
+                bound[node.name.value] = False
             elif isinstance(node, cst.ImportAlias) and node.asname is None:
-                bind(syntax.dotted_name(node.name).split(".")[0], False)
+                bound[syntax.dotted_name(node.name).split(".")[0]] = False
         found = facts.memo["values.dtype-names"] = frozenset(name for name, only in bound.items() if only)
     return found
+
+
+def _bind_target(bound: dict, target: cst.CSTNode, value: Optional[cst.BaseExpression], facts) -> None:
+    """Record in `bound` whether the names of `target` are bound to a dtype here."""
+    if isinstance(target, cst.Name):
+        is_dtype = value is not None and facts.resolve(value) in names.DTYPE_NAMES
+        bound[target.value] = bound.get(target.value, True) and is_dtype
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _bind_target(bound, element.value, None, facts)
+    elif isinstance(target, cst.StarredElement):
+        _bind_target(bound, target.value, None, facts)
 
 
 # Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
