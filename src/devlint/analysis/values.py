@@ -106,6 +106,8 @@ HOST_ARGUMENTS = {
     "torch.roll": {1: "shifts", 2: "dims"},
     "torch.tile": {1: "dims"},
     "torch.flip": {1: "dims"},
+    # a tensor of split points must be on the CPU, whatever device the split tensor is on
+    "torch.tensor_split": {1: "indices_or_sections"},
 }
 
 
@@ -678,14 +680,21 @@ def scalar_attributes(methods, facts) -> frozenset:
             if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) or node.value is None:
                 continue
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
+            pairs = [(target, node.value) for target in targets]
+            for target, value in list(pairs):
+                # `self.lo, self.hi = 0, 2 ** bits - 1`: each part its own value
+                if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and len(target.elements) == len(
+                        value.elements) and not any(isinstance(e, cst.StarredElement) for e in target.elements + value.elements):
+                    pairs.remove((target, value))
+                    pairs += [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+            for target, value in pairs:
                 if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
                     if scalars is None:  # a constructor's number settings (`dim=32`) are numbers
                         scalars = scalar_names(method, facts, number_defaults=method.name.value == "__init__")
                     known = scalars
-                    scalar = is_python_scalar(node.value, facts, lambda: known)
+                    scalar = is_python_scalar(value, facts, lambda: known)
                     bound[target.attr.value] = bound.get(target.attr.value, True) and scalar
-                elif not isinstance(target, cst.Name):  # `self.a, self.b = ...`: not followed
+                elif not isinstance(target, cst.Name):  # `self.a, self.b = f()`: not followed
                     for n in syntax.walk(target):
                         if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self":
                             bound[n.attr.value] = False

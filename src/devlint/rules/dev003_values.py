@@ -774,6 +774,11 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
     seeds it further (`module_self`); names in `apart` are known not to be."""
     assigns = [n for n in syntax.walk_expressions(func.body) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor))]
     seeds = stable_parameters(func, params, facts)
+    # A comprehension's variable lives in the comprehension: where the function binds the same
+    # name too (`for x in range(n):` beside `[... for x in ids]`), that name is the function's.
+    scope_bound = {t.value for node in assigns if not isinstance(node, cst.CompFor)
+                   for targets, _ in (_loop_names(node) if isinstance(node, cst.For) else [(assigned_names(node), None)])
+                   for t in targets}
 
     def grow(seeds: set[str]) -> set[str]:
         derived = set(seeds) | set(extra)
@@ -783,7 +788,8 @@ def derived_names(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts
                 for targets, value in bound:
                     if value is not None and is_derived(value, derived, facts):
                         derived.update(t.value for t in targets
-                                       if (t.value not in params or t.value in seeds) and t.value not in apart)
+                                       if (t.value not in params or t.value in seeds) and t.value not in apart
+                                       and not (isinstance(node, cst.CompFor) and t.value in scope_bound))
         return derived
 
     # `t = t.to(device=steps.device)` with `steps` a local made apart from the parameters (apart

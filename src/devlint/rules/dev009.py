@@ -27,12 +27,15 @@ REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_para
 PASSING_CALLS = frozenset({"list", "tuple", "dict", "reversed", "iter", "enumerate", "zip", "sorted", "sum",
                            "chain", "itertools.chain"})
 # The container each kind of content is wrapped in, and the list or dict methods it lacks.
+# What `self.NAME(...)` records among the methods called on NAME: no container module has a
+# `forward`, so a container that is called raises after the fix as before it.
+CALLED = "__call__"
 WRAPPERS = {
-    (False, MODULE): ("torch.nn.ModuleList", {"clear", "copy", "count", "index", "remove", "reverse", "sort"}),
+    (False, MODULE): ("torch.nn.ModuleList", {"clear", "copy", "count", "index", "remove", "reverse", "sort", CALLED}),
     (False, PARAMETER): ("torch.nn.ParameterList",
-                         {"clear", "copy", "count", "index", "insert", "pop", "remove", "reverse", "sort"}),
-    (True, MODULE): ("torch.nn.ModuleDict", {"copy", "fromkeys", "get", "popitem", "setdefault"}),
-    (True, PARAMETER): ("torch.nn.ParameterDict", set()),
+                         {"clear", "copy", "count", "index", "insert", "pop", "remove", "reverse", "sort", CALLED}),
+    (True, MODULE): ("torch.nn.ModuleDict", {"copy", "fromkeys", "get", "popitem", "setdefault", CALLED}),
+    (True, PARAMETER): ("torch.nn.ParameterDict", {CALLED}),
 }
 
 
@@ -421,6 +424,9 @@ class ModuleInPlainContainer(Rule):
             method.after_init = True
             return
         if isinstance(func, cst.Attribute):
+            called = frame.self_attribute(func)
+            if called is not None:
+                klass.methods_called.setdefault(called, set()).add(CALLED)
             attribute = frame.self_attribute(func.value)
             if attribute is not None:
                 klass.methods_called.setdefault(attribute, set()).add(func.attr.value)

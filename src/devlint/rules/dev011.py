@@ -112,10 +112,9 @@ class CudaOnlyApi(Rule):
 
     # --- reports -----------------------------------------------------------------------------
     def _api(self, call: cst.Call, qualified: str, exception: str, called: bool) -> None:
-        last = qualified.rsplit(".", 1)[-1]
         frame = self.ctx.function
-        if frame is not None and frame.node.name.value in (last, "cuda"):  # implementing this API, or `.cuda()`
-            return
+        if frame is not None and (frame.node.name.value == "cuda" or _implements(frame.node.name.value, qualified)):
+            return  # implementing this API (`def nvtx_range(self, msg):` around `torch.cuda.nvtx.range`), or `.cuda()`
         if self._guarded(exception):
             return
         if qualified in cuda_api.LEGACY_TENSOR_TYPES:
@@ -174,3 +173,10 @@ def _names_cuda(value: cst.BaseExpression, facts) -> bool:
         args = syntax.positional(value)
         return bool(args) and _names_cuda(args[0].value, facts)
     return False
+
+
+def _implements(method: str, qualified: str) -> bool:
+    """A method named for the API it wraps: the API's last name (`synchronize`), or its last
+    names after `torch.cuda.` joined by `_` (`nvtx_range` for `torch.cuda.nvtx.range`)."""
+    parts = qualified.removeprefix("torch.cuda.").split(".")
+    return any(method == "_".join(parts[k:]) for k in range(len(parts)))
