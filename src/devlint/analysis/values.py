@@ -145,33 +145,25 @@ def _names_bound_only_to_dtypes(facts) -> frozenset[str]:
     if found is None:
         bound: dict[str, bool] = {}  # name -> whether every binding seen is a dtype
         for node in syntax.walk(facts.module):
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    _bind_target(bound, target.target, node.value, facts)
-            elif isinstance(node, cst.AnnAssign):
-                _bind_target(bound, node.target, node.value, facts)
-            elif isinstance(node, (cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-                _bind_target(bound, node.target, None, facts)
-            elif isinstance(node, cst.AsName):
-                _bind_target(bound, node.name, None, facts)
-            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+            if isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
                 bound[node.name.value] = False
-            elif isinstance(node, cst.ImportAlias) and node.asname is None:
+                continue
+            if isinstance(node, cst.ImportAlias) and node.asname is None:
                 bound[syntax.dotted_name(node.name).split(".")[0]] = False
+                continue
+            if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                is_dtype = node.value is not None and facts.resolve(node.value) in names.DTYPE_NAMES
+            elif isinstance(node, (cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)):
+                targets, is_dtype = [node.name if isinstance(node, cst.AsName) else node.target], False
+            else:
+                continue
+            for target in targets:
+                for leaf in syntax.unpacked_targets(target):  # a part of a tuple target is not followed
+                    if isinstance(leaf, cst.Name):
+                        bound[leaf.value] = bound.get(leaf.value, True) and is_dtype and leaf is target
         found = facts.memo["values.dtype-names"] = frozenset(name for name, only in bound.items() if only)
     return found
-
-
-def _bind_target(bound: dict, target: cst.CSTNode, value: Optional[cst.BaseExpression], facts) -> None:
-    """Record in `bound` whether the names of `target` are bound to a dtype here."""
-    if isinstance(target, cst.Name):
-        is_dtype = value is not None and facts.resolve(value) in names.DTYPE_NAMES
-        bound[target.value] = bound.get(target.value, True) and is_dtype
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            _bind_target(bound, element.value, None, facts)
-    elif isinstance(target, cst.StarredElement):
-        _bind_target(bound, target.value, None, facts)
 
 
 # Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
@@ -398,7 +390,7 @@ class ValueModel:
                 return self._comprehension(args[0].value)  # `list(torch.zeros(n) for n in sizes)`
         qualified = self.facts.resolve(func)
         method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if method in HOST_METHODS and qualified is None or method in ("to", "type") and is_host_call(expr, self.facts):
+        if is_host_call(expr, self.facts):
             kind = NON_TENSOR if method in names.NON_TENSOR_METHODS else _tensor_kind(self.of(func.value))
             return Value(kind, HOST)  # `x.cpu()`, `x.numpy()`: on the host whatever x is
         if method in names.NON_TENSOR_METHODS and qualified is None:

@@ -169,7 +169,7 @@ def _given_type_strings(walk: _Walk, call: cst.Call) -> bool:
     if len(args) != 1 or len(call.args) != 1 or not isinstance(args[0].value, cst.Name):
         return False
     name = args[0].value.value
-    function = next((n for n in reversed(walk.path) if isinstance(n, cst.FunctionDef)), None)
+    function = syntax.enclosing_function(walk.path)
     if function is None or name not in syntax.param_names(function.params) or any(
             isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == name
             for n in syntax.walk(function.body)):
@@ -378,7 +378,7 @@ def _another_cpu_factory(walk: _Walk, receiver: cst.BaseExpression) -> bool:
     """A receiver made by a factory without `device=` (through shape methods), or a local name
     bound only to such factories: meeting it is meeting the CPU, like the value itself."""
     if isinstance(receiver, cst.Name):
-        function = next((n for n in reversed(walk.path) if isinstance(n, cst.FunctionDef)), None)
+        function = syntax.enclosing_function(walk.path)
         return function is not None and receiver.value in values.cpu_factory_names(function, walk.facts)
     return values.ValueModel(walk.facts).device_less_factory(receiver) is not None
 
@@ -1451,7 +1451,7 @@ def _stored_where_moved_at_every_read(path, store, met, facts, part: Optional[cs
     if item:
         target = target.value
     k = next((k for k in range(len(path) - 1, -1, -1) if path[k] is store), None)
-    method = next((path[i] for i in range(k or 0, -1, -1) if isinstance(path[i], cst.FunctionDef)), None)
+    method = syntax.enclosing_function(path[:(k or 0) + 1])
     definer = facts.definers.get(method) if method is not None else None
     if not isinstance(definer, ClassInfo) or not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
                                                   and target.value.value == syntax.self_name(method)):

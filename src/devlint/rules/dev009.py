@@ -26,10 +26,10 @@ REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_para
 # Calls whose result holds the items of their arguments (`sum(zip(a, b), ())` interleaves them).
 PASSING_CALLS = frozenset({"list", "tuple", "dict", "reversed", "iter", "enumerate", "zip", "sorted", "sum",
                            "chain", "itertools.chain"})
-# The container each kind of content is wrapped in, and the list or dict methods it lacks.
 # What `self.NAME(...)` records among the methods called on NAME: no container module has a
 # `forward`, so a container that is called raises after the fix as before it.
 CALLED = "__call__"
+# The container each kind of content is wrapped in, and the list or dict methods it lacks.
 WRAPPERS = {
     (False, MODULE): ("torch.nn.ModuleList", {"clear", "copy", "count", "index", "remove", "reverse", "sort", CALLED}),
     (False, PARAMETER): ("torch.nn.ParameterList",
