@@ -16,6 +16,11 @@ functions, the local names it is bound to, read after the binding) to a host end
 
 A fix that puts such a value on the device would break that end on a GPU: it is withheld there.
 
+`joins(function, nodes, facts)`: the collections each value is gathered into with others (a
+list or tuple display, `torch.cat([a, b])`, a list it is appended to, `pieces.append(a)`),
+followed the same way. A fix that places one piece of a collection whose other pieces stay on
+the CPU only moves the mixing to where the pieces are joined.
+
 `host_copy(function, name, facts)`: where the function copies the tensor `name` itself to the
 host (`y.cpu()`, `y.to("cpu")`). Such a function computes on the host on purpose
 (what it makes meets the host copy): `device=y.device` is no fix there either.
@@ -30,7 +35,7 @@ from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
 
-__all__ = ["host_copy", "host_end"]
+__all__ = ["host_copy", "host_end", "joins"]
 
 HOST_END_METHODS = values.HOST_METHODS - {"cpu"}  # `.cpu()` brings the value back; the others end there
 # Nodes that only wrap their child where it stands (an argument, an element, an index).
@@ -70,6 +75,80 @@ def host_copy(function: cst.FunctionDef, name: str, facts) -> Optional[cst.CSTNo
                 and isinstance(node.func.value, cst.Name) and node.func.value.value == name:
             return node
     return None
+
+
+def joins(function: cst.FunctionDef, nodes: Sequence[cst.CSTNode], facts) -> dict[int, frozenset]:
+    """For each node (by id), the collections the value it makes is gathered into (see the
+    module's doc): the display nodes and the dotted names of the lists, as keys."""
+    paths = list(syntax.walk_with_paths(function, ()))
+    where = {id(found): path for found, path in paths}
+    gathered = {}
+    for node in nodes:
+        keys: set = set()
+        pending, followed = ([where[id(node)]] if id(node) in where else []), set()
+        while pending:
+            found = _gather(pending.pop(), facts, keys)
+            if found is not None:
+                statement, bound = found
+                new = bound - followed
+                followed |= new
+                after = False
+                for candidate, path in paths:
+                    if candidate is statement:
+                        after = True
+                    elif after and isinstance(candidate, cst.Name) and candidate.value in new and not _is_store(path):
+                        if statement not in path:
+                            pending.append(path)
+        gathered[id(node)] = frozenset(keys)
+    return gathered
+
+
+def _gather(path: Sequence[cst.CSTNode], facts, keys: set):
+    """Climb from path[-1] through what keeps the value where it is, adding the collections it
+    is gathered into to keys; (statement, names) when it is bound to local names, else None."""
+    i = len(path) - 1
+    while i > 0:
+        cur, parent = path[i], path[i - 1]
+        if isinstance(parent, (cst.List, cst.Tuple)):
+            if not _joined_display(path[:i], facts):
+                return None  # `return a, b`: each goes its own way
+            keys.add(id(parent))
+        elif isinstance(parent, cst.Attribute) and parent.value is cur:
+            grand = path[i - 2] if i >= 2 else None
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                if values.is_move(grand, facts) or parent.attr.value not in names.SHAPE_METHODS | {"to"}:
+                    return None  # moved, or no longer the tensor's values (`.size(0)`, `.item()`)
+                i -= 1
+            elif parent.attr.value not in names.TENSOR_VIEW_ATTRIBUTES:
+                return None
+        elif isinstance(parent, cst.IfExp) and parent.test is cur:
+            return None
+        elif isinstance(parent, cst.Call) and parent.func is not cur:  # an argument
+            method = syntax.method_name(parent)
+            if method in ("append", "extend", "insert") and isinstance(parent.func, cst.Attribute):
+                receiver = syntax.dotted_name(parent.func.value)
+                if receiver is not None:
+                    keys.add(receiver)
+                return None
+            if facts.is_tensor_source(parent) is not None or not names.returns_tensors(facts.resolve(parent.func) or ""):
+                return None  # not computed from it (`torch.ones(n)`), or no tensor
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            bound = {t.value for t in targets if isinstance(t, cst.Name)}
+            return (parent, bound) if bound else None
+        elif not isinstance(parent, (*_WRAPPERS, cst.Subscript, cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
+            return None
+        i -= 1
+    return None
+
+
+def _joined_display(path: Sequence[cst.CSTNode], facts) -> bool:
+    """Whether the display at path[-1] is a torch function's argument (`torch.cat([a, b])`) or a
+    list bound to a name (`pieces = [a, b]`, joined later)."""
+    parent = path[-2] if len(path) > 1 else None
+    if isinstance(parent, cst.Arg) and len(path) > 2 and isinstance(path[-3], cst.Call):
+        return (facts.resolve(path[-3].func) or "").startswith("torch.")
+    return isinstance(path[-1], cst.List) and isinstance(parent, cst.Assign)
 
 
 def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):

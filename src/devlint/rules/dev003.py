@@ -7,7 +7,7 @@ import libcst as cst
 
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
-from devlint.analysis.host_ends import host_copy, host_end
+from devlint.analysis.host_ends import host_copy, host_end, joins
 from devlint.analysis.parameters import not_a_tensor_here
 from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
@@ -72,6 +72,7 @@ class FactoryWithoutDevice(Rule):
 
         def decide(forward_time: bool) -> None:
             param = ...  # found on the first report: it walks the whole function
+            reports = []
             for call, source, path, verdict in verdicts:
                 use = verdict.forward_use if forward_time else verdict.meeting
                 if use is None or _on_the_cpu_arm(path, function.params):
@@ -85,6 +86,8 @@ class FactoryWithoutDevice(Rule):
                 usable = param if param and not not_a_tensor_here(cst.Name(param), path, self.facts) else None
                 ends = (host_end(node, call, self.facts) or host_copy(node, usable, self.facts)) if usable else None
                 message, fix = _message(call, source, usable, ends), _fix(call, source, usable, ends, path)
+                reports.append((call, message, fix, related))
+            for call, message, fix, related in _without_partial_fixes(reports, candidates, node, self.facts):
                 self.report(call.func, message, fix, related=related)
 
         self.ctx[ForwardTime].when_known(frame, decide)
@@ -104,6 +107,19 @@ class FactoryWithoutDevice(Rule):
         if node is not None:
             related.append((node, clause))
         return related
+
+
+def _without_partial_fixes(reports, candidates, function: cst.FunctionDef, facts):
+    """The reports, each fix withheld where the value is gathered with others (a `torch.cat`
+    list, a list it is appended to) and one of them, a factory of the function without
+    `device=`, gets no fix: the pieces would still meet on different devices where they join."""
+    fixed = {id(call) for call, _, fix, _ in reports if fix is not None}
+    if not fixed or len(candidates) < 2:
+        return reports
+    gathered = joins(function, [call for call, _, _ in candidates], facts)
+    staying = frozenset().union(*(gathered[id(call)] for call, _, _ in candidates if id(call) not in fixed))
+    return [(call, message, None if gathered[id(call)] & staying else fix, related)
+            for call, message, fix, related in reports]
 
 
 def _on_the_cpu_arm(path, params) -> bool:

@@ -1287,8 +1287,10 @@ class FunctionValues:
 
     def _self_call_results(self) -> set:
         """Local names bound to what `self.f(t)` returns for a tensor t derived from a parameter
-        (a method or a submodule of the same object: its result is a tensor where t is), and to
-        arithmetic on such results. Asked only of the data of `torch.tensor(...)`."""
+        (a method or a submodule of the same object: its result is a tensor where t is), to
+        what torch computes from such results, and to the parts of a result unpacked into
+        several names (`out, (h, c) = self.lstm(x)`, `a, b = x.chunk(2)`). Asked only of the
+        data of `torch.tensor(...)`, where a tensor keeps its device."""
         found: set = set()
         assigns = [n for n in syntax.walk_expressions(self.node.body) if isinstance(n, cst.Assign) and n.value is not None]
         for _ in range(3):
@@ -1296,9 +1298,11 @@ class FunctionValues:
             for node in assigns:
                 calls = [c for c in syntax.walk(node.value) if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute)
                          and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"]
-                if any(is_derived(a.value, known, self.facts) or isinstance(a.value, cst.Name) and a.value.value in known
-                       for c in calls for a in syntax.positional(c)):
-                    found.update(t.value for t in assigned_names(node))
+                if is_derived(node.value, known, self.facts) or any(
+                        is_derived(a.value, known, self.facts) or isinstance(a.value, cst.Name) and a.value.value in known
+                        for c in calls for a in syntax.positional(c)):
+                    found.update(n.value for t in node.targets for n in syntax.unpacked_targets(t.target)
+                                 if isinstance(n, cst.Name))
         return found
 
     def _arm_local_names(self, path) -> set:

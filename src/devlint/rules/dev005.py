@@ -98,10 +98,10 @@ class HardcodedCudaString(Rule):
         as_argument = isinstance(parent, cst.Arg) and (parent.keyword is None or parent.keyword.value != "default")
         if as_argument and _device_type_with_index(path, i, self.facts):
             as_argument = False  # `torch.device("cuda", k)`: a `device` object there raises TypeError
-        formats_device = isinstance(node, cst.FormattedString) and any(
-            isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node))
-        if value is node and as_argument and self.ctx[DeviceNames].device_in_scope() and not formats_device:
-            # (`f"cuda:{device}"` with an ordinal `device`: `device` alone names the same CUDA device)
+        # `f"cuda:{local_rank}"` picks its GPU when the code runs (one per process), which no
+        # `device` name carries; `f"cuda:{device}"` with an ordinal `device` names the same device
+        chosen_index = isinstance(node, cst.FormattedString)
+        if value is node and as_argument and self.ctx[DeviceNames].device_in_scope() and not chosen_index:
             choose = " (chosen with `torch.accelerator.current_accelerator()`)" if self.ctx.torch_at_least(2, 6) else ""
             fix = NodeFix(UNSAFE, f"Replace {shown or node.value} with `device`{choose}", node, cst.Name("device"))
         if shown is None:
@@ -297,28 +297,46 @@ def _name_places_nothing(path, i: int) -> bool:
         name = targets[0].value
     else:
         return False
-    if isinstance(parent, cst.Param) and _rebound_before_read(function, name):
-        return True  # `def f(device=torch.device("cuda")): device = pick()`: the default is never read
-    for read in _reads(function.body, name):
-        if read is None or not _places_nothing(read, len(read) - 1):
+    if _reads_all_global(function.body, name):
+        return False
+    for read in _reads_of_value(function, name, parent):
+        if not _places_nothing(read, len(read) - 1):
             return False
     return True
 
 
-def _rebound_before_read(function: cst.FunctionDef, name: str) -> bool:
-    """Whether the function's own statements bind `name` before anything reads it."""
-    for statement in syntax.block_statements(function.body):
-        if next(_reads(statement, name), False) is not False:  # read (or declared global) first
-            return False
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-                isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
-                    isinstance(t, cst.Name) and t.value == name
-                    for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))
-                for small in statement.body):
-            return True
-        if not isinstance(statement, cst.SimpleStatementLine):
-            return False  # a compound statement may bind it on one path only
-    return False
+def _reads_all_global(body: cst.CSTNode, name: str) -> bool:
+    """Whether a `global`/`nonlocal` statement names `name`, or the function calls `locals()`."""
+    return any(read is None for read in _reads(body, name))
+
+
+def _reads_of_value(function: cst.FunctionDef, name: str, binding: cst.CSTNode):
+    """The reads of `name` that may see the value `binding` gives it (a parameter, or an
+    assignment): the reads from the statement that holds the binding on, up to a statement of
+    the function's own that binds `name` again unconditionally (`device = platform.name()`):
+    later reads see the new value."""
+    statements = list(syntax.block_statements(function.body))
+    if isinstance(binding, cst.Param):
+        start = -1
+    else:
+        start = next((k for k, statement in enumerate(statements)
+                      if any(node is binding for node in syntax.walk(statement))), None)
+    if start is None:
+        yield from (read for read in _reads(function.body, name) if read is not None)
+        return
+    for k, statement in enumerate(statements[max(start, 0):], max(start, 0)):
+        yield from (read for read in _reads(statement, name) if read is not None)
+        if k > start and _binds_plainly(statement, name):
+            return
+
+
+def _binds_plainly(statement: cst.CSTNode, name: str) -> bool:
+    """`name = ...` as a simple statement of its own."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
+            isinstance(t, cst.Name) and t.value == name
+            for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))
+        for small in statement.body)
 
 
 def _reads(body: cst.CSTNode, name: str):
