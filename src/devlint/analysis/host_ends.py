@@ -49,9 +49,15 @@ def host_end(function: cst.FunctionDef, node: cst.CSTNode, facts) -> Optional[cs
     if start is None:
         return None
     cpu_tensors = _cpu_tensor_names(function, facts)
+    return _follow(paths, start, lambda path: _climb(path, facts, cpu_tensors))
+
+
+def _follow(paths: list, start: Sequence[cst.CSTNode], step):
+    """Run `step` on `start` and, where it answers (statement, names), on each read of those
+    local names after that statement; the first other answer it gives, or None."""
     pending, followed = [start], set()
     while pending:
-        found = _climb(pending.pop(), facts, cpu_tensors)
+        found = step(pending.pop())
         if isinstance(found, tuple):  # bound to local names: follow their reads after the binding
             statement, bound = found
             new = bound - followed
@@ -85,20 +91,8 @@ def joins(function: cst.FunctionDef, nodes: Sequence[cst.CSTNode], facts) -> dic
     gathered = {}
     for node in nodes:
         keys: set = set()
-        pending, followed = ([where[id(node)]] if id(node) in where else []), set()
-        while pending:
-            found = _gather(pending.pop(), facts, keys)
-            if found is not None:
-                statement, bound = found
-                new = bound - followed
-                followed |= new
-                after = False
-                for candidate, path in paths:
-                    if candidate is statement:
-                        after = True
-                    elif after and isinstance(candidate, cst.Name) and candidate.value in new and not _is_store(path):
-                        if statement not in path:
-                            pending.append(path)
+        if id(node) in where:
+            _follow(paths, where[id(node)], lambda path: _gather(path, facts, keys))
         gathered[id(node)] = frozenset(keys)
     return gathered
 

@@ -75,7 +75,22 @@ def _foreign_member_readers(func: cst.FunctionDef, facts: FileFacts) -> tuple[se
                 assigned.update(names_)
     # `a.size` not called: a NumPy array's element count (a tensor's `size` is a method)
     arrays = {node.value.value for node in sizes if id(node) not in called}
-    return (readers - rebound) | (host - assigned), arrays - rebound
+    # a parameter declared as something that holds no tensor (`ax: Axes | None`) and read for a
+    # member no tensor has is no tensor, even where the body rebinds it (`_, ax = plt.subplots()`)
+    declared_other = {p.name.value for p in syntax.all_params(func.params)
+                      if p.annotation is not None and not _may_hold_a_tensor(p.annotation.annotation)}
+    return (readers - rebound) | (host - assigned) | (readers & declared_other), arrays - rebound
+
+
+def _may_hold_a_tensor(annotation: cst.BaseExpression) -> bool:
+    """Whether an annotation names a tensor anywhere in it (`Tensor | None`, `list[Tensor]`,
+    `"torch.Tensor"`), or anything at all (`Any`, `object`)."""
+    for node in syntax.walk(annotation):
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            return True  # a forward reference: not read here
+        if isinstance(node, cst.Name) and ("Tensor" in node.value or node.value in ("Parameter", "Any", "object")):
+            return True
+    return False
 
 
 # Calls whose data must be on the host: the legacy constructors reject a CUDA tensor

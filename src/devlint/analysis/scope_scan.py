@@ -181,17 +181,32 @@ class ScopeScan:
         return True
 
     def _is_dataset(self, call: cst.Call) -> bool:
+        """A torchvision data set, a class named `*Dataset`, or a class of this file deriving
+        from one (`class RandomGrids(torch.utils.data.Dataset)`)."""
         qualified = self.facts.resolve(call.func) or ""
         last = syntax.last_name(call.func) or ""
-        return qualified.startswith("torchvision.datasets.") or last.endswith("Dataset")
+        if qualified.startswith("torchvision.datasets.") or last.endswith("Dataset"):
+            return True
+        name = syntax.dotted_name(call.func)
+        return any(info.name == name and any((base or "").endswith("Dataset") for base in info.base_names)
+                   for info in self.facts.classes.values())
 
     def _placed_dataset(self, call: cst.Call) -> bool:
-        """A data set built from tensors this code placed, or given a device to build its items
-        on (`PdeDataset(..., device=device)`; not `device="cpu"`)."""
-        device = syntax.keyword(call, "device")
-        if device is not None and syntax.string_value(device.value) != "cpu" and syntax.dotted_name(device.value) != "None":
+        """A data set built from tensors this code placed, given a device to build its items
+        on (`PdeDataset(..., device=device)`; not `device="cpu"`), or one whose class, defined
+        in this file, places what its `__getitem__` makes (`torch.rand(n, device="cuda")`,
+        `.cuda()`, `.to(d)`)."""
+        if _places(call, self.facts):
             return True
-        return any(self.placement_of(a.value) is not None for a in call.args)
+        if any(self.placement_of(a.value) is not None for a in call.args):
+            return True
+        name = syntax.dotted_name(call.func)
+        return any(
+            _places(node, self.facts)
+            for info in self.facts.classes.values() if info.name == name
+            for method in info.methods.get("__getitem__", ())
+            for node in syntax.walk(method.body) if isinstance(node, cst.Call)
+        )
 
     # --- the scan ----------------------------------------------------------------------------
     def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]],
@@ -424,6 +439,15 @@ _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "amax", "a
 # Names that hold settings, not tensors: `args.device` names a device.
 _SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "params",
                        "settings", "accelerator", "trainer", "fabric", "training_args", "FLAGS", "flags"})
+def _places(call: cst.Call, facts) -> bool:
+    """A call given a device other than the CPU (`device=d`, not `device="cpu"` or None), or a
+    move that is not to the host (`.cuda()`, `.to(d)`)."""
+    device = syntax.keyword(call, "device")
+    if device is not None:
+        return syntax.string_value(device.value) != "cpu" and syntax.dotted_name(device.value) != "None"
+    return values.is_move(call, facts) and not values.is_host_call(call, facts)
+
+
 FACTORY, LOADER, DATASET, TOKENIZER, HOST = "factory", "loader", "dataset", "tokenizer", "host"
 
 

@@ -8,7 +8,7 @@ import libcst as cst
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import host_copy, host_end, joins
-from devlint.analysis.parameters import not_a_tensor_here
+from devlint.analysis.parameters import is_derived, not_a_tensor_here
 from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
@@ -75,7 +75,7 @@ class FactoryWithoutDevice(Rule):
             reports = []
             for call, source, path, verdict in verdicts:
                 use = verdict.forward_use if forward_time else verdict.meeting
-                if use is None or _on_the_cpu_arm(path, function.params):
+                if use is None or _on_the_cpu_arm(path, function.params) or _after_numpy_of_input(path, function, self.facts):
                     continue
                 related = self._evidence(frame, function, call, source, use, forward_time)
                 if related is None:  # no evidence to name: no finding
@@ -125,12 +125,25 @@ def _without_partial_fixes(reports, candidates, function: cst.FunctionDef, facts
 def _on_the_cpu_arm(path, params) -> bool:
     """Whether the call is in the arm of an `if` (or a conditional expression) taken only when a
     tensor parameter is on the CPU: `if x.device == torch.device("cpu"):`, `x.device.type ==
-    "cpu"`, `not x.is_cuda`, the `else` of `if x.is_cuda or other:`, the body of `if x.is_cpu and
+    "cpu"`, `not x.is_cuda`, the `else` of `x.device.type == "cuda"`, the `else` of `if x.is_cuda or other:`, the body of `if x.is_cpu and
     other:`. There every tensor it can meet is on the CPU too."""
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
             on_cpu = _cpu_test(holder.test, params)
             if on_cpu is not None and (arm is holder.body) == on_cpu:
+                return True
+    return False
+
+
+def _after_numpy_of_input(path, function: FunctionValues, facts) -> bool:
+    """Whether a statement that runs before the call, in its block or an enclosing one, calls
+    `.numpy()` on a tensor derived from the parameters (`edges_np = edges.numpy()`): that raises
+    on a device tensor, so where the call runs the parameters are on the CPU, and so is what it
+    meets."""
+    for statement in syntax.earlier_statements(path):
+        for node in syntax.walk(statement):
+            if isinstance(node, cst.Call) and syntax.method_name(node) == "numpy" and not node.args \
+                    and isinstance(node.func, cst.Attribute) and is_derived(node.func.value, function.derived, facts):
                 return True
     return False
 
@@ -151,8 +164,13 @@ def _cpu_test(test: cst.BaseExpression, params) -> bool | None:
         return {"is_cpu": True, "is_cuda": False}.get(test.attr.value)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-        if isinstance(operator, (cst.Equal, cst.NotEqual)) and _device_of_parameter(test.left, params) and _names_cpu(right):
-            return isinstance(operator, cst.Equal)
+        if isinstance(operator, (cst.Equal, cst.NotEqual)) and _device_of_parameter(test.left, params):
+            named = _named_device(right)
+            # `x.device.type == "cuda"` reads as `x.is_cuda` (not `x.device == "cuda"`: a
+            # `cuda:0` tensor's device is not equal to `cuda`)
+            by_type = isinstance(test.left, cst.Attribute) and test.left.attr.value == "type"
+            if named == "cpu" or named == "cuda" and by_type:
+                return isinstance(operator, cst.Equal) == (named == "cpu")
     return None
 
 
@@ -169,11 +187,11 @@ def _device_of_parameter(expr: cst.BaseExpression, params) -> bool:
     return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and _parameter_member(expr.value, params)
 
 
-def _names_cpu(expr: cst.BaseExpression) -> bool:
-    """`"cpu"` or `torch.device("cpu")`."""
+def _named_device(expr: cst.BaseExpression) -> str | None:
+    """The device a string or `torch.device(...)` of one names: `"cpu"`, `torch.device("cuda")`."""
     if isinstance(expr, cst.Call) and syntax.last_name(expr.func) == "device" and len(expr.args) == 1:
         expr = expr.args[0].value
-    return syntax.string_value(expr) == "cpu"
+    return syntax.string_value(expr)
 
 
 def _message(call: cst.Call, source: str, param, ends) -> str:

@@ -315,6 +315,9 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         return Fate(NEUTRAL, walk.met)  # `enumerate(lengths)`: the items of a 1-dim tensor are 0-dim CPU scalars
     if _read_as_size(walk, call, parent):
         return Fate(NON_TENSOR, walk.met)
+    if isinstance(func, cst.Attribute) and func.attr.value in ("format", "format_map") \
+            and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return Fate(NON_TENSOR, walk.met)  # `"expected {}".format(v)`: formatted into text
     qualified = walk.facts.resolve(func)
     if (qualified or "").startswith("numpy."):
         return Fate(NON_TENSOR, walk.met)  # `np.absolute(v)`: numpy reads it on the host
@@ -390,7 +393,7 @@ _ELEMENTWISE_FUNCTIONS = frozenset(
     "torch." + name for name in "clamp clip abs round floor ceil trunc sign neg exp log sqrt".split()
 )
 # Builtins that iterate their argument in Python: a 1-dim tensor's items are 0-dim tensors.
-_ITERATING_BUILTINS = frozenset({"enumerate", "zip", "iter", "reversed"})
+_ITERATING_BUILTINS = frozenset({"enumerate", "zip", "iter", "reversed", "list", "tuple"})
 # Tensor methods whose arguments are sizes, dimensions or counts, read as Python numbers.
 _SIZE_METHODS = frozenset(
     "view reshape repeat expand unflatten narrow permute transpose flip roll movedim split chunk select"
@@ -943,14 +946,29 @@ class FunctionValues:
     def factory_names(self) -> frozenset:
         """Local names bound only to new tensors: factories (`f = torch.zeros(n, device=d)`), and
         tensors made in the image of another (`t = torch.zeros_like(s)`, `s.new_zeros(n)`,
-        `s.clone()`). A write into one copies."""
+        `s.clone()`), moved or reshaped on the spot (`torch.zeros(n).type_as(c)`), or arithmetic
+        on the name itself (`c = c + pad(x)`: still a tensor). A write into one copies."""
         if self._factory_names is None:
+            def new_tensor(name: str, value: cst.BaseExpression) -> bool:
+                if isinstance(value, cst.BinaryOperation):
+                    return any(isinstance(o, cst.Name) and o.value == name for o in (value.left, value.right))
+                value = self._made_by(value)
+                return isinstance(value, cst.Call) and (self.facts.is_tensor_source(value) is not None or self._made_like(value))
+
             self._factory_names = frozenset(
                 name for name, bound in self.bound_values().items()
-                if all(isinstance(v, cst.Call) and (self.facts.is_tensor_source(v) is not None or self._made_like(v))
-                       for v in bound)
+                if any(not isinstance(v, cst.BinaryOperation) for v in bound) and all(new_tensor(name, v) for v in bound)
             )
         return self._factory_names
+
+    def _made_by(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """The call under the tensor methods that keep a new tensor one (`.type_as(c)`, `.to(d)`,
+        `.float()`, `.view(...)`): `torch.zeros(n)` of `torch.zeros(n).type_as(c)`."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call) \
+                and self.facts.resolve(value.func) is None \
+                and value.func.attr.value in names.SHAPE_METHODS | names.MOVES | {"to", "type", "cpu"}:
+            value = value.func.value
+        return value
 
     def _made_like(self, call: cst.Call) -> bool:
         qualified = self.facts.resolve(call.func) or ""

@@ -280,6 +280,8 @@ class UnregisteredTensorAttribute(Rule):
             # Under an `_apply` that moves nothing, a buffer stays where the attribute stays: no fix.
             fix = None if existing is None or taken or read_in & loader_time or keeps_tensors or elsewhere(candidate) \
                 else _register_buffer_fix(candidate, name, self._buffer_class(candidate))
+            if fix is not None and _meets_cpu_local(state.read_paths.get(name, ()), self.facts):
+                fix = None  # registered, it would move away from a CPU tensor made where it is read
             found.append((candidate, self._message(name, candidate.single_tensor, taken), fix))
         reads = state.reads
         # Attributes that move otherwise than a buffer would: an `nn.Parameter` on one path and a
@@ -298,10 +300,10 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # computed afresh from the inputs at every forward call: it lives where they do
                 uses = [(read, method) for read, method in (reads.at_forward_time(name) if reads is not None else [])
                         if id(read) not in moving[name]]
-                if fix is not None and _read_beside(name, uses + list(reads.at_forward_time(_ASKED + name) if reads else []), apart, reads):
+                if fix is not None and (
+                        _read_beside(name, uses + list(reads.at_forward_time(_ASKED + name) if reads else []), apart, reads)
+                        or _read_beside_after_init(name, apart, state.read_paths)):
                     fix = None  # registered alone, it would move away from a sibling that stays
-                if fix is not None and _meets_cpu_local(state.read_paths.get(name, ()), self.facts):
-                    fix = None  # registered, it would move away from a CPU tensor made where it is read
                 related = [candidate.made, *((read, f"read in `{method}`") for read, method in uses[:MAX_READS_SHOWN])]
                 self.report(candidate.target, message, fix, related=related)
 
@@ -554,16 +556,31 @@ def _read_beside(name: str, uses: list, apart: set[str], reads: Optional[Forward
     )
 
 
+def _read_beside_after_init(name: str, apart: set[str], read_paths: dict) -> bool:
+    """Whether a statement run after construction (at forward time or not) computes with `name`
+    and an attribute of `apart` (`-torch.sqrt(self.weights) * self.goal`; not as two items of a
+    display, `return self.a, self.b`)."""
+    def statements(attribute: str) -> set:
+        return {id(next(n for n in reversed(path) if isinstance(n, cst.BaseSmallStatement)))
+                for path, _, _ in read_paths.get(attribute, ())
+                if not syntax.in_init(path) and not isinstance(path[-2], cst.Element)
+                and any(isinstance(n, cst.BaseSmallStatement) for n in path)}
+
+    mine = statements(name)
+    return any(mine & statements(other) for other in apart - {name})
+
+
 def _meets_cpu_local(read_paths, facts) -> bool:
-    """Whether a read of the attribute outside `__init__` meets, in an operator or a torch call, a
-    local name its function binds only to a factory without `device=` (`shape = torch.tensor(
-    x.shape[1:])` then `shape < self.modes`): that tensor is on the CPU wherever the module is,
-    so the attribute, moved with the module as a buffer, would no longer meet it there."""
+    """Whether a read of the attribute outside `__init__` meets, in an operator or a torch call
+    (an element of its list or tuple too), a factory without `device=`, written there or bound
+    to a local name (`shape = torch.tensor(x.shape[1:])` then `shape < self.modes`;
+    `torch.cat((self.weights, torch.ones(n)))`): that tensor is on the CPU wherever the module
+    is, so the attribute, moved with the module as a buffer, would no longer meet it there."""
     for path, _, local in read_paths:
         if syntax.in_init(path):
             continue
         read, k = path[-1], len(path) - 2
-        while k > 0 and isinstance(path[k], cst.ComparisonTarget):
+        while k > 0 and isinstance(path[k], (cst.ComparisonTarget, cst.Element, cst.List, cst.Tuple)):
             read, k = path[k], k - 1
         holder = path[k]
         if isinstance(holder, cst.Comparison):
@@ -572,12 +589,20 @@ def _meets_cpu_local(read_paths, facts) -> bool:
             others = [holder.left, holder.right]
         elif isinstance(holder, cst.Arg) and k > 0 and isinstance(path[k - 1], cst.Call) \
                 and (facts.resolve(path[k - 1].func) or "").startswith("torch."):
-            others = [a.value for a in path[k - 1].args]
+            others = [e.value if isinstance(e, cst.Element) else e for a in path[k - 1].args
+                      for e in (a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value])]
         else:
             continue
         cpu = values.cpu_factory_names(local.func, facts)
-        if any(isinstance(o, cst.Name) and o.value in cpu for o in others if o is not read):
-            return True
+        for other in others:
+            if other is read or any(node is read for node in syntax.walk(other)):
+                continue
+            if isinstance(other, cst.Name) and other.value in cpu or any(
+                    isinstance(node, cst.Call) and facts.is_tensor_source(node) is not None
+                    and syntax.keyword(node, "device") is None
+                    and not any(isinstance(outer, cst.Call) and values.is_move(outer, facts) for outer in inner[:-1])
+                    for node, inner in syntax.walk_with_paths(other, [])):
+                return True  # (not `torch.ones(n).to(self.device)`: moved on the spot)
     return False
 
 
