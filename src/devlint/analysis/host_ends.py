@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from devlint.analysis import values
+from devlint.analysis.parameters import assigned_names
 from devlint.core import syntax
 from devlint.torchinfo import names
 
@@ -127,9 +128,7 @@ def _gather(path: Sequence[cst.CSTNode], facts, keys: set):
             if facts.is_tensor_source(parent) is not None or not names.returns_tensors(facts.resolve(parent.func) or ""):
                 return None  # not computed from it (`torch.ones(n)`), or no tensor
         elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur:
-            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            bound = {t.value for t in targets if isinstance(t, cst.Name)}
-            return (parent, bound) if bound else None
+            return _binding(parent)
         elif not isinstance(parent, (*_WRAPPERS, cst.Subscript, cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
             return None
         i -= 1
@@ -200,11 +199,15 @@ def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):
                 continue
             return None
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur:
-            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            bound = {t.value for t in targets if isinstance(t, cst.Name)}
-            return (parent, bound) if bound else None
+            return _binding(parent)
         return None
     return None
+
+
+def _binding(statement: cst.Assign | cst.AnnAssign):
+    """(statement, the local names it binds the value to), or None where it binds none (`t[i] = v`)."""
+    bound = {t.value for t in assigned_names(statement)}
+    return (statement, bound) if bound else None
 
 
 def _operands(node: cst.CSTNode) -> list:

@@ -187,9 +187,7 @@ class ScopeScan:
         last = syntax.last_name(call.func) or ""
         if qualified.startswith("torchvision.datasets.") or last.endswith("Dataset"):
             return True
-        name = syntax.dotted_name(call.func)
-        return any(info.name == name and any((base or "").endswith("Dataset") for base in info.base_names)
-                   for info in self.facts.classes.values())
+        return any((base or "").endswith("Dataset") for info in self._classes_called(call) for base in info.base_names)
 
     def _placed_dataset(self, call: cst.Call) -> bool:
         """A data set built from tensors this code placed, given a device to build its items
@@ -200,13 +198,17 @@ class ScopeScan:
             return True
         if any(self.placement_of(a.value) is not None for a in call.args):
             return True
-        name = syntax.dotted_name(call.func)
         return any(
             _places(node, self.facts)
-            for info in self.facts.classes.values() if info.name == name
+            for info in self._classes_called(call)
             for method in info.methods.get("__getitem__", ())
             for node in syntax.walk(method.body) if isinstance(node, cst.Call)
         )
+
+    def _classes_called(self, call: cst.Call) -> list:
+        """The classes of this file that the call constructs (by the name it calls)."""
+        name = syntax.dotted_name(call.func)
+        return [info for info in self.facts.classes.values() if info.name == name]
 
     # --- the scan ----------------------------------------------------------------------------
     def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]],

@@ -125,8 +125,9 @@ def _without_partial_fixes(reports, candidates, function: cst.FunctionDef, facts
 def _on_the_cpu_arm(path, params) -> bool:
     """Whether the call is in the arm of an `if` (or a conditional expression) taken only when a
     tensor parameter is on the CPU: `if x.device == torch.device("cpu"):`, `x.device.type ==
-    "cpu"`, `not x.is_cuda`, the `else` of `x.device.type == "cuda"`, the `else` of `if x.is_cuda or other:`, the body of `if x.is_cpu and
-    other:`. There every tensor it can meet is on the CPU too."""
+    "cpu"`, `not x.is_cuda`, the `else` of `x.device.type == "cuda"` and of `if x.is_cuda or
+    other:`, the body of `if x.is_cpu and other:`. There every tensor it can meet is on the CPU
+    too."""
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
             on_cpu = _cpu_test(holder.test, params)

@@ -949,15 +949,17 @@ class FunctionValues:
         `s.clone()`), moved or reshaped on the spot (`torch.zeros(n).type_as(c)`), or arithmetic
         on the name itself (`c = c + pad(x)`: still a tensor). A write into one copies."""
         if self._factory_names is None:
-            def new_tensor(name: str, value: cst.BaseExpression) -> bool:
-                if isinstance(value, cst.BinaryOperation):
-                    return any(isinstance(o, cst.Name) and o.value == name for o in (value.left, value.right))
+            def made_new(value: cst.BaseExpression) -> bool:
                 value = self._made_by(value)
                 return isinstance(value, cst.Call) and (self.facts.is_tensor_source(value) is not None or self._made_like(value))
 
+            def on_itself(name: str, value: cst.BaseExpression) -> bool:
+                return isinstance(value, cst.BinaryOperation) and any(
+                    isinstance(o, cst.Name) and o.value == name for o in (value.left, value.right))
+
             self._factory_names = frozenset(
                 name for name, bound in self.bound_values().items()
-                if any(not isinstance(v, cst.BinaryOperation) for v in bound) and all(new_tensor(name, v) for v in bound)
+                if any(map(made_new, bound)) and all(made_new(v) or on_itself(name, v) for v in bound)
             )
         return self._factory_names
 

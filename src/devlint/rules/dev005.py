@@ -7,6 +7,7 @@ import libcst as cst
 from devlint.analysis.cuda_guards import CudaGuards
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.device_names import DeviceNames
+from devlint.analysis.parameters import assigned_names
 from devlint.api import UNSAFE, NodeFix, Rule
 from devlint.core import syntax
 from devlint.torchinfo import guards
@@ -316,26 +317,22 @@ def _reads_of_value(function: cst.FunctionDef, name: str, binding: cst.CSTNode):
     the function's own that binds `name` again unconditionally (`device = platform.name()`):
     later reads see the new value."""
     statements = list(syntax.block_statements(function.body))
-    if isinstance(binding, cst.Param):
-        start = -1
-    else:
-        start = next((k for k, statement in enumerate(statements)
-                      if any(node is binding for node in syntax.walk(statement))), None)
-    if start is None:
-        yield from (read for read in _reads(function.body, name) if read is not None)
-        return
-    for k, statement in enumerate(statements[max(start, 0):], max(start, 0)):
+    holder = None  # the function's own statement that holds an assignment (none for a parameter)
+    if not isinstance(binding, cst.Param):
+        holder = next((s for s in statements if any(node is binding for node in syntax.walk(s))), None)
+        if holder is None:
+            yield from (read for read in _reads(function.body, name) if read is not None)
+            return
+    for statement in statements[statements.index(holder) if holder is not None else 0:]:
         yield from (read for read in _reads(statement, name) if read is not None)
-        if k > start and _binds_plainly(statement, name):
+        if statement is not holder and _binds_plainly(statement, name):
             return
 
 
 def _binds_plainly(statement: cst.CSTNode, name: str) -> bool:
     """`name = ...` as a simple statement of its own."""
     return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
-            isinstance(t, cst.Name) and t.value == name
-            for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))
+        isinstance(small, (cst.Assign, cst.AnnAssign)) and any(t.value == name for t in assigned_names(small))
         for small in statement.body)
 
 
