@@ -32,7 +32,7 @@ class Fate:
     met: list[cst.BaseExpression] = field(default_factory=list)  # other values it meets
     name: Optional[str] = None  # for ASSIGNED: the local name it is bound to
     at: Optional[cst.CSTNode] = None  # for ASSIGNED: the binding statement; for USE: where it is used
-    one_dim: bool = False  # for ASSIGNED: the name holds a 1-dim tensor (its `v[i]` is a 0-dim scalar)
+    ndim: Optional[int] = None  # for ASSIGNED: the name's number of dimensions, where known
 
 
 def fate(
@@ -40,7 +40,7 @@ def fate(
     facts: FileFacts,
     is_tensor: Callable[[cst.BaseExpression], bool],
     host_tables: frozenset = frozenset(),
-    one_dim: Optional[bool] = None,
+    ndim: Optional[int] = -1,
     methods: Optional[dict] = None,
     factory_names: frozenset = frozenset(),
     reading: frozenset = frozenset(),
@@ -52,7 +52,7 @@ def fate(
     `host_tables` are local names bound to other device-less tensors: copying into one
     (`table[i] = t`) is not a use.
 
-    `one_dim`: path[-1] holds a 1-dim tensor (by default: whether it is a 1-dim factory call).
+    `ndim`: path[-1]'s number of dimensions, None where unknown (by default: the factory's).
     `methods`: the enclosing class's methods by name (`self.m(v)` is followed into them).
     `factory_names`: local names bound only to tensor factories (a write into one copies).
     `reading`: the callees this walk is inside of (`_read_on_host_in`), not followed again.
@@ -61,33 +61,38 @@ def fate(
     """
     walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1, methods=methods or {},
                  factory_names=factory_names, reading=reading)
-    walk.one_dim = _is_one_dim_factory(path[-1], facts) if one_dim is None else one_dim
+    walk.ndim = factory_ndim(path[-1], facts) if ndim == -1 else ndim
     while walk.i > 0:
         parent = path[walk.i - 1]
         walk.kept = False
         decided = _STEPS.get(type(parent), _used)(walk, parent)
         if decided is not None:
             return decided
-        walk.one_dim = walk.one_dim and walk.kept
+        if not walk.kept:
+            walk.ndim = None
     return Fate(NEUTRAL, walk.met)
 
 
-# Factories whose result is 1-dim whatever their arguments.
+# Factories whose result is 1-dim whatever their arguments, and 2-dim.
 _ONE_DIM_FACTORIES = frozenset({"torch.arange", "torch.range", "torch.randperm", "torch.linspace", "torch.logspace"})
+_TWO_DIM_FACTORIES = frozenset({"torch.eye"})
 # Factories whose size is their arguments (or `size=`), and where randint takes it.
 _SIZED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
 
 
-def _is_one_dim_factory(node: cst.CSTNode, facts) -> bool:
-    """A factory call known to make a 1-dim tensor: `torch.arange(n)`, `torch.rand(2)`,
-    `torch.randint(lo, hi, (1,))`, `torch.tensor([a, b])` of Python numbers."""
+def factory_ndim(node: cst.CSTNode, facts) -> Optional[int]:
+    """The number of dimensions of the tensor a factory call makes, where its arguments tell:
+    `torch.arange(n)` 1, `torch.zeros((1, 21))` 2, `torch.randint(lo, hi, (1,))` 1,
+    `torch.tensor([[a, b], [c, d]])` of Python numbers 2; None otherwise."""
     if not isinstance(node, cst.Call):
-        return False
+        return None
     source = facts.is_tensor_source(node)
     if source in _ONE_DIM_FACTORIES:
-        return True
+        return 1
+    if source in _TWO_DIM_FACTORIES:
+        return 2
     if syntax.has_star_args(node):
-        return False
+        return None
     positional = [a.value for a in syntax.positional(node)]
     size = syntax.keyword(node, "size")
     if source in _SIZED_FACTORIES or source == "torch.full":
@@ -95,22 +100,32 @@ def _is_one_dim_factory(node: cst.CSTNode, facts) -> bool:
     elif source == "torch.randint":
         sizes = [size.value] if size is not None else positional[-1:]
     elif source in ("torch.tensor", names.AS_TENSOR) or source in names.LEGACY_CONSTRUCTORS:
-        data = positional[:1]
-        if len(positional) != 1 and source in names.LEGACY_CONSTRUCTORS:
-            return False  # `torch.LongTensor(2, 3)`: sizes
-        if data and isinstance(data[0], cst.ListComp):  # `[len(t) for t in targets]`: Python numbers
-            return values.is_python_scalar(data[0].elt, facts)
-        return bool(data) and isinstance(data[0], (cst.List, cst.Tuple)) and all(
-            isinstance(e, cst.Element) and values.is_python_scalar(e.value, facts) for e in data[0].elements
-        )
+        if len(positional) != 1:
+            return None  # `torch.LongTensor(2, 3)`: sizes
+        return _literal_ndim(positional[0], facts)
     else:
-        return False
-    if len(sizes) != 1:
-        return False
-    only = sizes[0]
-    if isinstance(only, (cst.Tuple, cst.List)):
-        return len(only.elements) == 1 and isinstance(only.elements[0], cst.Element)
-    return values.is_python_scalar(only, facts)
+        return None
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        elements = sizes[0].elements
+        return len(elements) if elements and all(isinstance(e, cst.Element) for e in elements) else None
+    return len(sizes) if sizes and all(values.is_python_scalar(size, facts) for size in sizes) else None
+
+
+def _literal_ndim(data: cst.BaseExpression, facts) -> Optional[int]:
+    """The dimensions of the tensor made from nested list or tuple literals of Python numbers
+    (`[len(t) for t in targets]` is one); None where an element is anything else."""
+    if isinstance(data, cst.ListComp):
+        return 1 if values.is_python_scalar(data.elt, facts) else None
+    if not isinstance(data, (cst.List, cst.Tuple)):
+        return None
+    if not data.elements:
+        return 1  # `torch.tensor([])`: shape (0,)
+    if not all(isinstance(e, cst.Element) for e in data.elements):
+        return None
+    if all(values.is_python_scalar(e.value, facts) for e in data.elements):
+        return 1
+    inner = {_literal_ndim(e.value, facts) for e in data.elements}
+    return None if len(inner) != 1 or None in inner else inner.pop() + 1
 
 
 @dataclass
@@ -125,8 +140,8 @@ class _Walk:
     reading: frozenset = frozenset()  # callees being read by `_read_on_host_in` around this walk
     met: list[cst.BaseExpression] = field(default_factory=list)
     siblings: list[cst.BaseExpression] = field(default_factory=list)  # values beside it in a list or tuple literal
-    one_dim: bool = False  # the value is now a 1-dim tensor
-    kept: bool = False  # the last step kept its shape (an operator with numbers, a cast)
+    ndim: Optional[int] = None  # the value's number of dimensions now, where known
+    kept: bool = False  # the last step kept its shape (an operator with numbers, a cast) or set ndim
 
     @property
     def cur(self) -> cst.CSTNode:
@@ -218,11 +233,13 @@ def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
     if not stored and _in_tuple_target(walk.path[: walk.i]):  # `buf[i], _ = t.max(0)`: a write into buf
         return Fate(NEUTRAL, walk.met) if _plain_write(walk, parent) else walk.use()
     device_indices = [e for e in _index_expressions(parent) if walk.is_tensor(e)]
-    if walk.one_dim and not stored and not device_indices and _single_index(parent):
-        return Fate(NEUTRAL, walk.met)  # `v[i]` of a 1-dim tensor: a 0-dim CPU scalar mixes with any device
+    left = _indexed_ndim(parent, walk.ndim) if not stored and not device_indices else None
+    if left == 0:  # `v[i]` of a 1-dim tensor, `v[i, j]` of a 2-dim one: a 0-dim CPU scalar mixes with any device
+        return Fate(NEUTRAL, walk.met)
     if device_indices and not stored:  # reading a CPU tensor at device indices raises; `t[i] = v` does not
         return walk.use(*device_indices)
     walk.i -= 1
+    walk.ndim, walk.kept = left, left is not None
     return None
 
 
@@ -234,14 +251,23 @@ def _in_tuple_target(path: Sequence[cst.CSTNode]) -> bool:
     return j < len(path) - 1 and j > 0 and isinstance(path[j - 1], cst.AssignTarget) and path[j - 1].target is path[j]
 
 
-def _single_index(subscript: cst.Subscript) -> bool:
-    """`v[i]`: one index, not a slice, not a tensor factory (`v[torch.arange(n)]`)."""
-    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
-        return False
-    value = subscript.slice[0].slice.value
-    return isinstance(value, (cst.Name, cst.Integer, cst.UnaryOperation, cst.BinaryOperation)) and not any(
-        isinstance(n, cst.Call) for n in syntax.walk(value)
-    )
+def _indexed_ndim(subscript: cst.Subscript, ndim: Optional[int]) -> Optional[int]:
+    """The dimensions left after `v[...]` of a value with `ndim` of them: each plain index
+    (`i`, `2`, `n - 1`, not a call such as `v[torch.arange(n)]`) takes one, a slice none;
+    None where another kind of index (`None`, `...`, a list) or `ndim` leaves it unknown."""
+    if ndim is None or len(subscript.slice) > ndim:
+        return None
+    left = ndim
+    for element in subscript.slice:
+        if isinstance(element.slice, cst.Slice):
+            continue
+        value = element.slice.value
+        if not isinstance(value, (cst.Name, cst.Integer, cst.UnaryOperation, cst.BinaryOperation)) or any(
+            isinstance(n, cst.Call) for n in syntax.walk(value)
+        ) or isinstance(value, cst.Name) and value.value in ("None", "Ellipsis"):
+            return None
+        left -= 1
+    return left
 
 
 def _index(walk: _Walk, parent) -> Fate:
@@ -299,7 +325,25 @@ def _element(walk: _Walk, parent) -> Optional[Fate]:
         return walk.use()
     walk.siblings.extend(e.value for e in grand.elements if e is not parent)
     walk.i -= 2
+    walk.kept = _joined_by(walk) is not None  # the pieces of `torch.stack([a, b])` keep their dimensions to it
     return None
+
+
+def _joined_by(walk: _Walk) -> Optional[str]:
+    """The torch function of `_JOINED_NDIM` whose first argument is the list or tuple the walk is at."""
+    arg, call = walk.path[walk.i - 1] if walk.i >= 1 else None, walk.grand
+    if isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and call.args and call.args[0] is arg \
+            and isinstance(arg.value, (cst.List, cst.Tuple)) and not arg.keyword:
+        qualified = walk.facts.resolve(call.func)
+        return qualified if qualified in _JOINED_NDIM else None
+    return None
+
+
+# The dimensions of what torch's joins make of pieces with n dimensions each.
+_JOINED_NDIM = {
+    "torch.cat": lambda n: n, "torch.concat": lambda n: n, "torch.concatenate": lambda n: n,
+    "torch.stack": lambda n: n + 1, "torch.vstack": lambda n: max(n, 2), "torch.hstack": lambda n: max(n, 1),
+}
 
 
 def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
@@ -311,7 +355,7 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     func = call.func
     if isinstance(func, cst.Name) and func.value in _HOST_READING_BUILTINS and walk.facts.resolve(func) is None:
         return Fate(NON_TENSOR, walk.met)  # `int(v)`, `range(v)`: read on the host
-    if walk.one_dim and isinstance(func, cst.Name) and func.value in _ITERATING_BUILTINS and walk.facts.resolve(func) is None:
+    if walk.ndim == 1 and isinstance(func, cst.Name) and func.value in _ITERATING_BUILTINS and walk.facts.resolve(func) is None:
         return Fate(NEUTRAL, walk.met)  # `enumerate(lengths)`: the items of a 1-dim tensor are 0-dim CPU scalars
     if _read_as_size(walk, call, parent):
         return Fate(NON_TENSOR, walk.met)
@@ -330,9 +374,12 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
     if qualified is not None and qualified.startswith("torch."):
         if others:
             return walk.use(*others)
+        joined = _joined_by(walk) if walk.ndim is not None else None
         walk.i -= 2  # `torch.log(t)`: the result stays where t is
         walk.siblings = []
         walk.kept = qualified in _ELEMENTWISE_FUNCTIONS and len(syntax.positional(call)) == 1
+        if joined is not None:
+            walk.ndim, walk.kept = _JOINED_NDIM[joined](walk.ndim), True
         return None
     if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and parent is not call.args[0] \
             and syntax.in_init(walk.path):
@@ -494,7 +541,7 @@ def _read_on_host_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, walk
 
 def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> bool:
     callee_values = FunctionValues(callee, walk.facts, is_forward=False)
-    pending, one_dims, seen = [param], {param: walk.one_dim}, set()
+    pending, ndims, seen = [param], {param: walk.ndim}, set()
     while pending:
         name = pending.pop()
         if name in seen:
@@ -510,12 +557,12 @@ def _names_read_on_host(callee: cst.FunctionDef, param: str, walk: _Walk) -> boo
                 if name == param and not _wraps_itself(statement, name):
                     return False  # the parameter is rebound: another value
                 continue  # `p = [p]`: still the value, in a list whose reads are followed
-            found = fate(path, walk.facts, callee_values.is_tensor, one_dim=one_dims.get(name, False),
+            found = fate(path, walk.facts, callee_values.is_tensor, ndim=ndims.get(name),
                          methods=walk.methods, reading=walk.reading | {callee})
             if found.kind in (INDEX, NON_TENSOR, NEUTRAL):
                 continue
             if found.kind == ASSIGNED and found.name:
-                one_dims[found.name] = found.one_dim
+                ndims[found.name] = found.ndim
                 pending.append(found.name)
                 continue
             return False
@@ -654,7 +701,7 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
         return walk.use()
     targets = [t.target for t in parent.targets]
     if len(targets) == 1 and isinstance(targets[0], cst.Name):
-        return Fate(ASSIGNED, walk.met, targets[0].value, parent, one_dim=walk.one_dim)
+        return Fate(ASSIGNED, walk.met, targets[0].value, parent, ndim=walk.ndim)
     unpacked = _unpacked_names(targets)
     if unpacked and isinstance(parent.value, (cst.Tuple, cst.List)):  # `a, b = torch.zeros(n), x`: only a
         element = walk.path[walk.i + 1]
@@ -1100,7 +1147,7 @@ class FunctionValues:
             return Verdict(found, found if self.meets_derived(found.met) else None)
         if found.kind != ASSIGNED:
             return Verdict()
-        return self._follow(found.name, path, found.one_dim)
+        return self._follow(found.name, path, found.ndim)
 
     def evidence(self, use: Fate) -> tuple[cst.CSTNode, str]:
         """(node, clause) for the use that decides a finding: where the value meets a tensor
@@ -1146,7 +1193,7 @@ class FunctionValues:
                             self._source_names.setdefault(target.value, first)
         return self._source_names
 
-    def _follow(self, name: str, path, one_dim: bool = False, alone: bool = False) -> "Verdict":
+    def _follow(self, name: str, path, ndim: Optional[int] = None, alone: bool = False) -> "Verdict":
         """Follow a local name from the statement that binds it to its later uses (`alone`:
         that name only, not the others the statement binds).
 
@@ -1154,7 +1201,7 @@ class FunctionValues:
         neither uses the value nor ends it."""
         binding = next(n for n in reversed(path) if isinstance(n, (cst.Assign, cst.AnnAssign, cst.Expr)))
         tracked = {name} if alone else set(_bound_names(binding)) or {name}
-        one_dim_names = {name} if one_dim else set()  # those known to hold a 1-dim tensor
+        ndims = {name: ndim}  # the tracked names' numbers of dimensions, where known
         arms = _branch_arms(path)
         conditions = _conditions_held(path, self.assigned_names)
         arm_local = self._arm_local_names(path)
@@ -1185,7 +1232,7 @@ class FunctionValues:
                 if not tracked:
                     break
                 continue
-            found = fate(node_path, self.facts, self.is_tensor, self.host_tables, node.value in one_dim_names,
+            found = fate(node_path, self.facts, self.is_tensor, self.host_tables, ndims.get(node.value),
                          self.methods, self.factory_names())
             if found.kind == USE and self._returned_harmlessly(found, node):
                 found = Fate(MOVE, found.met)
@@ -1203,7 +1250,7 @@ class FunctionValues:
             elif found.kind == ASSIGNED and found.name:
                 bound = set(_bound_names(found.at)) or {found.name}
                 tracked |= bound
-                one_dim_names = one_dim_names - bound | (bound if found.one_dim else set())
+                ndims.update(dict.fromkeys(bound, found.ndim if len(bound) == 1 else None))
                 rebinds[found.at] = bound
         return Verdict(first_use, first_meet, moved)
 
@@ -1372,7 +1419,7 @@ class FunctionValues:
             return True
         if found.kind != ASSIGNED or not found.name:
             return False
-        verdict = self._follow(found.name, path, found.one_dim)
+        verdict = self._follow(found.name, path, found.ndim)
         return verdict.forward_use is None  # moved before use, or never used where it meets anything
 
     def _items_meet_nothing(self, name: str, position: int, binding: cst.Assign) -> bool:
