@@ -707,3 +707,50 @@ def test_noqa_rows_are_python_rows_past_a_form_feed_or_line_separator(tmp_path):
     assert findings(r.stdout) == [("m.py", 4, 7, "DEV001")]
     run("--add-noqa", "m.py", cwd=tmp_path)
     assert (tmp_path / "m.py").read_text(encoding="utf-8").splitlines()[-1] == "z = w.cuda()  # noqa: DEV001"
+
+
+# --- 14. what a class inherits from another file of its project -------------------------------
+
+MIXIN = """import torch
+
+
+class TensorAttributes(torch.nn.Module):
+    def __setattr__(self, name, value):
+        if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+            self.register_buffer(name, value)
+        else:
+            super().__setattr__(name, value)
+"""
+OPERATOR = "from pkg.attributes import TensorAttributes\n\n\nclass Operator(TensorAttributes):\n    pass\n"
+SMOOTHING = """import torch
+from pkg.operator import Operator
+
+
+class Smoothing(Operator):
+    def __init__(self, width: float):
+        super().__init__()
+        self.width = torch.as_tensor(width)
+
+    def forward(self, x):
+        return x * self.width
+"""
+
+
+def test_a_base_in_another_file_that_registers_attributes(tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/attributes.py": MIXIN,
+                     "pkg/operator.py": OPERATOR, "pkg/smoothing.py": SMOOTHING})
+    r = run("--isolated", "--no-cache", "--select", "DEV004", "pkg", cwd=tmp_path)
+    assert (r.returncode, findings(r.stdout)) == (0, []), r.stdout + r.stderr
+    # the same file alone, and through the cache: still answered from the rest of the project
+    for _ in range(2):
+        r = run("--isolated", "--select", "DEV004", "pkg/smoothing.py", cwd=tmp_path)
+        assert (r.returncode, findings(r.stdout)) == (0, []), r.stdout + r.stderr
+    # once the base no longer registers, the cached answer for the unchanged file is not used
+    (tmp_path / "pkg" / "attributes.py").write_text(MIXIN.replace("self.register_buffer(name, value)", "pass"))
+    r = run("--isolated", "--select", "DEV004", "pkg/smoothing.py", cwd=tmp_path)
+    assert findings(r.stdout) == [("pkg/smoothing.py", 8, 9, "DEV004")], r.stdout + r.stderr
+    # flake8 checks each file through the same engine, and so asks the same project
+    (tmp_path / "pkg" / "attributes.py").write_text(MIXIN)
+    r = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=DEV", "pkg"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr

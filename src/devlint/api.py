@@ -12,6 +12,7 @@ import libcst as cst
 from devlint.core import syntax
 from devlint.core.findings import SAFE, UNSAFE
 from devlint.semantic.facts import ClassInfo, FileFacts
+from devlint.semantic.project import ProjectView
 
 __all__ = ["SAFE", "UNSAFE", "NodeFix", "ClassFrame", "FunctionFrame", "Context", "Rule", "FrameState", "Analysis",
            "in_dependency_order"]
@@ -84,9 +85,11 @@ class Reported(NamedTuple):
 class Context:
     """What a rule may ask about the place the traversal is at."""
 
-    def __init__(self, facts: FileFacts, target_torch: tuple[int, int] = (2, 1)) -> None:
+    def __init__(self, facts: FileFacts, target_torch: tuple[int, int] = (2, 1),
+                 project: Optional[ProjectView] = None) -> None:
         self.facts = facts
         self.target_torch = target_torch  # the oldest torch the code must run on: picks fixes and advice
+        self.project = project or ProjectView(None)  # what the file's classes inherit from other files
         self.ancestors: list[cst.CSTNode] = []  # the current node is ancestors[-1]
         self.classes: list[ClassFrame] = []
         self.functions: list[FunctionFrame] = []

@@ -17,9 +17,9 @@ functions, the local names it is bound to, read after the binding) to a host end
 A fix that puts such a value on the device would break that end on a GPU: it is withheld there.
 
 `joins(function, nodes, facts)`: the collections each value is gathered into with others (a
-list or tuple display, `torch.cat([a, b])`, a list it is appended to, `pieces.append(a)`),
-followed the same way. A fix that places one piece of a collection whose other pieces stay on
-the CPU only moves the mixing to where the pieces are joined.
+list or tuple display, `torch.cat([a, b])`, a list it is appended to, `pieces.append(a)`), and
+the arithmetic it meets others in (`orig + 2 * pad`), followed the same way. A fix that places
+one piece whose other pieces stay on the CPU only moves the mixing to where they meet.
 
 `host_copy(function, name, facts)`: where the function copies the tensor `name` itself to the
 host (`y.cpu()`, `y.to("cpu")`). Such a function computes on the host on purpose
@@ -36,7 +36,7 @@ from devlint.analysis.parameters import assigned_names
 from devlint.core import syntax
 from devlint.torchinfo import names
 
-__all__ = ["host_copy", "host_end", "joins"]
+__all__ = ["MEETS", "host_copy", "host_end", "joins"]
 
 HOST_END_METHODS = values.HOST_METHODS - {"cpu"}  # `.cpu()` brings the value back; the others end there
 # Nodes that only wrap their child where it stands (an argument, an element, an index).
@@ -84,9 +84,14 @@ def host_copy(function: cst.FunctionDef, name: str, facts) -> Optional[cst.CSTNo
     return None
 
 
+# The key of an operation where values meet, as opposed to a collection they are gathered into.
+MEETS = "meets"
+
+
 def joins(function: cst.FunctionDef, nodes: Sequence[cst.CSTNode], facts) -> dict[int, frozenset]:
     """For each node (by id), the collections the value it makes is gathered into (see the
-    module's doc): the display nodes and the dotted names of the lists, as keys."""
+    module's doc): the display nodes and the dotted names of the lists, as keys; and the
+    operations it meets others in, as `(MEETS, id)`."""
     paths = list(syntax.walk_with_paths(function, ()))
     where = {id(found): path for found, path in paths}
     gathered = {}
@@ -102,8 +107,11 @@ def _gather(path: Sequence[cst.CSTNode], facts, keys: set):
     """Climb from path[-1] through what keeps the value where it is, adding the collections it
     is gathered into to keys; (statement, names) when it is bound to local names, else None."""
     i = len(path) - 1
+    indexed = False
     while i > 0:
         cur, parent = path[i], path[i - 1]
+        if isinstance(parent, cst.Subscript) and parent.value is cur:
+            indexed = indexed or any(isinstance(e.slice, cst.Index) for e in parent.slice)
         if isinstance(parent, (cst.List, cst.Tuple)):
             if not _joined_display(path[:i], facts):
                 return None  # `return a, b`: each goes its own way
@@ -118,6 +126,9 @@ def _gather(path: Sequence[cst.CSTNode], facts, keys: set):
                 return None
         elif isinstance(parent, cst.IfExp) and parent.test is cur:
             return None
+        elif isinstance(parent, cst.BinaryOperation):  # `orig + 2 * pad`: the operands meet there
+            if not indexed:  # (an element `p[i][j]` may be a 0-dim scalar, which meets any device)
+                keys.add((MEETS, id(parent)))
         elif isinstance(parent, cst.Call) and parent.func is not cur:  # an argument
             method = syntax.method_name(parent)
             if method in ("append", "extend", "insert") and isinstance(parent.func, cst.Attribute):

@@ -249,21 +249,89 @@ _DERIVED = values.Value(values.TENSOR, values.PARAMETERS)
 _MODULE_SELF = values.Value(values.MODULE_SELF)
 
 
-def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> Optional[str]:
-    """The tensor parameter the function body mentions first, for `device=X.device`.
+def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts,
+                     path: Optional[Sequence[cst.CSTNode]] = None) -> Optional[str]:
+    """The tensor parameter the function body mentions first, for `device=X.device` at `path`.
 
     Only a parameter known to be a tensor (annotation, tensor-only members) qualifies: being a
-    parameter of `forward` is not enough (`inv_temperature=100.`). One that may be None
-    (default None), has a literal default, or is rebound to another value is never used.
+    parameter of `forward` is not enough (`inv_temperature=100.`). One with a default of None or
+    of a literal, or rebound to another value, is never used; one declared to admit None
+    (`mask: Tensor | None`) only where the code has ruled None out before `path` (see
+    `none_ruled_out`).
     """
     declared = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
     usable = {p.name.value for p in declared if p.default is None or not _is_literal_default(p.default)}
     usable &= stable_parameters(func, params, facts)
+    optional = {p.name.value for p in declared if p.annotation is not None and _admits_none(p.annotation.annotation)}
     known = {n for n in tensor_parameters(func, facts) if n in usable} - _not_one_tensor(func)
     for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Name) and node.value in known:
-            return node.value
+            if node.value not in optional or path is not None and none_ruled_out(node.value, path):
+                return node.value
+            known.discard(node.value)
     return None
+
+
+def none_ruled_out(name: str, path: Sequence[cst.CSTNode]) -> bool:
+    """Whether `name` cannot be None where path[-1] runs: in the arm of a test that rules it out
+    (`if mask is not None:`), or after a statement of the function that would have failed on
+    None (`assert mask is not None`, `n = mask.size(1)`, `if mask is None: return x`)."""
+    for holder, arm in zip(path, path[1:]):
+        if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
+            held = _not_none_test(holder.test, name)
+            if held is not None and (arm is holder.body) == held:
+                return True
+    for statement in syntax.earlier_statements(path):
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assert) and _not_none_test(small.test, name):
+                    return True
+                if not any(isinstance(n, (cst.IfExp, cst.BooleanOperation, cst.Lambda, *values.COMPREHENSIONS))
+                           for n in syntax.walk(small)) and any(
+                        isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == name
+                        for n in syntax.walk(small)):
+                    return True  # `n = mask.size(1)`: read unconditionally
+        elif isinstance(statement, cst.If) and statement.orelse is None and _not_none_test(statement.test, name) is False \
+                and _leaves(statement.body):
+            return True
+    return False
+
+
+def _not_none_test(test: cst.BaseExpression, name: str) -> Optional[bool]:
+    """True for a test that holds only where `name` is not None (`name is not None`, and with
+    others), False for one that holds only where it is (`name is None`, or with others), None else."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _not_none_test(test.expression, name)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        parts = [_not_none_test(test.left, name), _not_none_test(test.right, name)]
+        decisive = isinstance(test.operator, cst.And)  # `a and b` holds only where both do
+        return decisive if decisive in parts else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name) \
+            and test.left.value == name and syntax.dotted_name(test.comparisons[0].comparator) == "None":
+        operator = test.comparisons[0].operator
+        return True if isinstance(operator, cst.IsNot) else False if isinstance(operator, cst.Is) else None
+    return None
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """A block whose last statement returns, raises or ends the loop iteration."""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = body[-1] if body else None
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in last.body)
+    return False
+
+
+def _admits_none(annotation: cst.BaseExpression) -> bool:
+    """`Optional[T]`, `T | None`, `Union[T, None]`."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _admits_none(annotation.left) or _admits_none(annotation.right)
+    if isinstance(annotation, cst.Subscript):
+        kind = syntax.last_name(annotation.value) or ""
+        return kind == "Optional" or kind == "Union" and any(
+            isinstance(e.slice, cst.Index) and _admits_none(e.slice.value) for e in annotation.slice)
+    return syntax.dotted_name(annotation) == "None"
 
 
 def _is_literal_default(default: cst.BaseExpression) -> bool:
@@ -320,8 +388,10 @@ def _isinstance_types(call: cst.Call, name: str, facts) -> Optional[set[str]]:
 
 
 def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) -> bool:
-    """Whether `data` is a name that a passed `isinstance(name, (int, float))` test guards where
-    `path` stands: there `torch.tensor(name)` is a 0-dim tensor of a Python number."""
+    """Whether `data` is a name that is a Python number where `path` stands: a passed
+    `isinstance(name, (int, float))` test guards it, or it is a parameter declared a number or a
+    tensor (`ei: int | torch.Tensor`) where a tensor test failed. There `torch.tensor(name)` is a
+    0-dim tensor of a Python number."""
     if not isinstance(data, cst.Name):
         return False
     for holder, arm in zip(path, path[1:]):
@@ -329,4 +399,28 @@ def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) 
             types = _isinstance_types(holder.test, data.value, facts)
             if types and types <= NUMBER_TYPES:
                 return True
-    return False
+            if types:
+                return False  # `isinstance(v, (float, np.ndarray, list))`: the code says it may be more
+    function = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
+    declared = next((p for p in syntax.all_params(function.params) if p.name.value == data.value), None) if function else None
+    if declared is None or declared.annotation is None or not not_a_tensor_here(data, path, facts):
+        return False
+    resolved = {facts.resolve_dotted(m) or m for m in _union_members(declared.annotation.annotation)}
+    others = resolved - TENSOR_TYPES  # a union that names the tensor its test rules out, and numbers
+    return others != resolved and bool(others & NUMBER_TYPES) and others <= NUMBER_TYPES | {"None"}
+
+
+# The names a tensor parameter's annotation gives its type.
+TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor"})
+
+
+def _union_members(annotation: cst.BaseExpression) -> list[str]:
+    """The dotted names of `A | B`, `Union[A, B]` or `Optional[A]`; [] where a member is anything else."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        left, right = _union_members(annotation.left), _union_members(annotation.right)
+        return left + right if left and right else []
+    if isinstance(annotation, cst.Subscript) and (syntax.last_name(annotation.value) or "") in ("Optional", "Union"):
+        parts = [_union_members(e.slice.value) if isinstance(e.slice, cst.Index) else [] for e in annotation.slice]
+        return [m for part in parts for m in part] if parts and all(parts) else []
+    name = syntax.dotted_name(annotation)
+    return [name] if name else []

@@ -24,6 +24,7 @@ from devlint.core import syntax
 from devlint.core.findings import SAFE, UNSAFE, Edit, Finding, Fix, ParseError, Related  # noqa: F401 (re-exported)
 from devlint.core.positions import statement_first_lines, statement_positions
 from devlint.semantic.facts import FileFacts
+from devlint.semantic.project import ProjectView
 
 # A file that holds none of these words cannot hold a finding and is never parsed.
 PREFILTER = re.compile(r"cuda|torch|map_location")
@@ -119,12 +120,13 @@ def could_hold_finding(source: str) -> bool:
 
 def check_module(
     module: cst.Module, rule_classes: Iterable[type[Rule]], source: Optional[str] = None,
-    target_torch: tuple[int, int] = (2, 1),
+    target_torch: tuple[int, int] = (2, 1), project: Optional[ProjectView] = None,
 ) -> list[Finding]:
     """Findings in a parsed module. With the `source` it was parsed from, positions cost a
-    fraction of libcst's (see `positions.py`). `target_torch` picks fixes and advice."""
+    fraction of libcst's (see `positions.py`). `target_torch` picks fixes and advice; `project`
+    answers what the file's classes inherit from the rest of the project."""
     rule_classes = list(rule_classes)
-    ctx = Context(FileFacts(module), target_torch)
+    ctx = Context(FileFacts(module), target_torch, project)
     for analysis in in_dependency_order(rule_classes):  # only what the selected rules need
         ctx.analyses[analysis] = analysis(ctx)
     rules = [cls(ctx) for cls in rule_classes]

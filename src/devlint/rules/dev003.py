@@ -7,7 +7,7 @@ import libcst as cst
 
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
-from devlint.analysis.host_ends import host_copy, host_end, joins
+from devlint.analysis.host_ends import MEETS, host_copy, host_end, joins
 from devlint.analysis.parameters import is_derived, not_a_tensor_here
 from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
@@ -71,7 +71,6 @@ class FactoryWithoutDevice(Rule):
         verdicts = [(call, source, path, function.verdict(call, source, path)) for call, source, path in candidates]
 
         def decide(forward_time: bool) -> None:
-            param = ...  # found on the first report: it walks the whole function
             reports = []
             for call, source, path, verdict in verdicts:
                 use = verdict.forward_use if forward_time else verdict.meeting
@@ -80,8 +79,7 @@ class FactoryWithoutDevice(Rule):
                 related = self._evidence(frame, function, call, source, use, forward_time)
                 if related is None:  # no evidence to name: no finding
                     continue
-                if param is ...:
-                    param = function.first_used_param()
+                param = function.first_used_param(path)
                 # where a failed `isinstance(p, Tensor)` test guards the call, `p.device` is no device
                 usable = param if param and not not_a_tensor_here(cst.Name(param), path, self.facts) else None
                 ends = (host_end(node, call, self.facts) or host_copy(node, usable, self.facts)) if usable else None
@@ -112,14 +110,23 @@ class FactoryWithoutDevice(Rule):
 def _without_partial_fixes(reports, candidates, function: cst.FunctionDef, facts):
     """The reports, each fix withheld where the value is gathered with others (a `torch.cat`
     list, a list it is appended to) and one of them, a factory of the function without
-    `device=`, gets no fix: the pieces would still meet on different devices where they join."""
+    `device=`, gets no fix: the pieces would still meet on different devices where they join.
+    So too where it meets, in arithmetic, a reported one that gets no fix (what is not reported
+    mixes with any device there: a 0-dim scalar)."""
     fixed = {id(call) for call, _, fix, _ in reports if fix is not None}
     if not fixed or len(candidates) < 2:
         return reports
+    reported = {id(call) for call, _, _, _ in reports}
     gathered = joins(function, [call for call, _, _ in candidates], facts)
-    staying = frozenset().union(*(gathered[id(call)] for call, _, _ in candidates if id(call) not in fixed))
+    staying = frozenset().union(*(
+        gathered[id(call)] if id(call) in reported else {k for k in gathered[id(call)] if not _meeting(k)}
+        for call, _, _ in candidates if id(call) not in fixed))
     return [(call, message, None if gathered[id(call)] & staying else fix, related)
             for call, message, fix, related in reports]
+
+
+def _meeting(key) -> bool:
+    return isinstance(key, tuple) and key[0] == MEETS
 
 
 def _on_the_cpu_arm(path, params) -> bool:

@@ -177,28 +177,54 @@ def _attribute(walk: _Walk, parent: cst.Attribute) -> Optional[Fate]:
 
 
 def _given_type_strings(walk: _Walk, call: cst.Call) -> bool:
-    """`v.type(dtype)` where `dtype` is a parameter of the enclosing function, never rebound,
-    that every call of the function in the file gives as a tensor's type string
-    (`self.decode(outputs, dtype=x.type())`): like `.type(x.type())`, a move onto x's device."""
+    """`v.type(dtype)` where `dtype` is a tensor's type string (`x.type()`, which names x's
+    device, `torch.cuda.FloatTensor`): like `.type(x.type())`, a move onto x's device. Either a
+    local name the function binds once, to such a string (`dtype = d.type() if ... else
+    d.data.type()`), or a parameter never rebound that every call of the function in the file
+    gives one (`self.decode(outputs, dtype=x.type())`)."""
     args = syntax.positional(call)
     if len(args) != 1 or len(call.args) != 1 or not isinstance(args[0].value, cst.Name):
         return False
     name = args[0].value.value
     function = syntax.enclosing_function(walk.path)
-    if function is None or name not in syntax.param_names(function.params) or any(
-            isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == name
-            for n in syntax.walk(function.body)):
+    if function is None:
         return False
-    sites = call_sites(function, walk.facts)
+    bindings = [n for n in syntax.walk(function.body) if _binds(n, name)]
+    if name not in syntax.param_names(function.params):
+        return len(bindings) == 1 and isinstance(bindings[0], cst.Assign) and len(bindings[0].targets) == 1 \
+            and _type_string(bindings[0].value, walk.facts)
+    sites = call_sites(function, walk.facts) if not bindings else []
     if not sites:
         return False
     for _, path in sites:
         call_site = path[-1]
         given = next((a.value for a in call_site.args if _parameter_given(function, call_site, a) == name), None)
-        if not (isinstance(given, cst.Call) and not given.args and isinstance(given.func, cst.Attribute)
-                and given.func.attr.value == "type" and walk.facts.resolve(given.func) is None):
+        if given is None or not _type_string(given, walk.facts):
             return False
     return True
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """Whether a statement or clause binds `name` (an assignment, a loop, `with ... as`, `:=`)."""
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    else:
+        attribute = _BINDING_PARTS.get(type(node))
+        targets = [getattr(node, attribute)] if attribute else []
+    return any(isinstance(n, cst.Name) and n.value == name for t in targets for n in syntax.walk(t))
+
+
+# Where each kind of binding node names what it binds (an assignment's targets aside).
+_BINDING_PARTS = {cst.AnnAssign: "target", cst.AugAssign: "target", cst.For: "target", cst.CompFor: "target",
+                  cst.AsName: "name", cst.NamedExpr: "target"}
+
+
+def _type_string(expr: cst.BaseExpression, facts) -> bool:
+    """A tensor's type string: `x.type()`, `x.data.type()`, or a conditional of two."""
+    if isinstance(expr, cst.IfExp):
+        return _type_string(expr.body, facts) and _type_string(expr.orelse, facts)
+    return isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+        and expr.func.attr.value == "type" and facts.resolve(expr.func) is None
 
 
 # Tensor methods whose one tensor argument gives only its dtype, device or shape: the receiver
@@ -1053,8 +1079,8 @@ class FunctionValues:
             return expr.value in self.host_names()
         return values.is_host_value(expr, self.facts)
 
-    def first_used_param(self) -> Optional[str]:
-        return first_used_param(self.node, self.params, self.facts)
+    def first_used_param(self, path=None) -> Optional[str]:
+        return first_used_param(self.node, self.params, self.facts, path)
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """A tensor computed from a tensor parameter: one that may live on another device (a

@@ -13,6 +13,7 @@ from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.semantic import facts as facts_module
 from devlint.semantic.bindings import name_bound_at
+from devlint.semantic.project import REGISTERING_NAMES
 from devlint.torchinfo import names
 
 INTEGRAL_DTYPES = frozenset(
@@ -231,8 +232,8 @@ class UnregisteredTensorAttribute(Rule):
         lightning = self._is_lightning_module(node)
         if lightning:
             self.lightning_classes.add(node.name.value)
-        if not state.candidates:
-            return
+        if not state.candidates or self._sets_tensor_attributes(node):
+            return  # (a `__setattr__` of the class or of a base registers its tensors as buffers)
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
         info = self.facts.class_info(node)
@@ -338,8 +339,20 @@ class UnregisteredTensorAttribute(Rule):
             if (classes & lineage if classes is not None else owner not in lineage)
         }
 
+    def _sets_tensor_attributes(self, node: cst.ClassDef) -> bool:
+        """Whether the class or a base defines a `__setattr__` that registers what it is given as
+        a buffer or a parameter (`if isinstance(value, Tensor): self.register_buffer(name,
+        value)`): a base of this file, or one that the project defines in another file."""
+        lineage = self._lineage(node)  # with the names of its bases from other files
+        infos = [info for info in self.facts.classes.values() if info.name in lineage]
+        if any(_registering_setattr(d) for info in infos for d in info.methods.get("__setattr__", ())):
+            return True
+        imported = lineage - {info.name for info in self.facts.classes.values()}
+        return any(self.ctx.project.sets_tensor_attributes(base.rsplit(".", 1)[-1]) for base in sorted(imported)
+                   if not (self.facts.resolve_dotted(base) or "").startswith("torch."))
+
     def _lineage(self, node: cst.ClassDef) -> set[str]:
-        """The class's name and those of its same-file bases, transitively."""
+        """The class's name and those of its bases, through its same-file bases, transitively."""
         names_, pending = set(), [node.name.value]
         while pending:
             name = pending.pop()
@@ -410,6 +423,10 @@ MAX_READS_SHOWN = 3  # forward-time reads a finding names
 _WITH_INPUTS = "="
 # The key prefix of the reads that ask only what the tensor is (`self.NAME.shape`).
 _ASKED = "?"
+
+
+def _registering_setattr(definition: cst.FunctionDef) -> bool:
+    return any(isinstance(n, cst.Attribute) and n.attr.value in REGISTERING_NAMES for n in syntax.walk(definition))
 
 
 def _input_places(frame) -> dict[str, str]:

@@ -315,20 +315,32 @@ class FileFacts:
         return NAMED_MODULE if last.endswith(names.MODULE_BASE_SUFFIXES) else UNKNOWN
 
     def _acts_as_module(self, info: ClassInfo) -> bool:
-        """The class's own methods do what only a module does: define `forward`, build a
-        `torch.nn` module or parameter, or register a buffer, a parameter or a submodule."""
+        """The class's own methods do what only a module does: define `forward`, keep a
+        `torch.nn` module or parameter it builds on `self` (`self.proj = nn.Linear(...)`; a loss
+        built into a local of a training method is the method's), or register a buffer, a
+        parameter or a submodule."""
         if "forward" in info.methods:
             return True
         for definitions in info.methods.values():
             for definition in definitions:
                 for node in syntax.walk(definition):
-                    if not isinstance(node, cst.Call):
-                        continue
-                    if names.makes_nn_object(self.resolve(node.func) or ""):
-                        return True  # `nn.Linear(...)`, `nn.Parameter(...)`
-                    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REGISTRATIONS:
+                    if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None \
+                            and _stored_on_self(node) and _builds_nn_object(node.value, self):
+                        return True  # `self.proj = nn.Linear(...)`, `self.w = nn.Parameter(...)`
+                    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                            and node.func.attr.value in _REGISTRATIONS:
                         return True
         return False
+
+
+def _stored_on_self(statement: cst.Assign | cst.AnnAssign) -> bool:
+    targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+    return any(isinstance(t, cst.Attribute) and syntax.dotted_name(t.value) == "self" for t in targets)
+
+
+def _builds_nn_object(value: cst.BaseExpression, facts: "FileFacts") -> bool:
+    """`nn.Linear(...)`, `nn.Sequential(*layers)` or `nn.ModuleList([...])`, anywhere in the value."""
+    return any(isinstance(n, cst.Call) and names.makes_nn_object(facts.resolve(n.func) or "") for n in syntax.walk(value))
 
 
 # What a class or a base is, weakest first: a class is what its strongest base makes it (one

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from devlint.core.findings import Finding
+from devlint.semantic.project import ProjectView
 from devlint.workspace import noqa
 from devlint.workspace.config import Settings, most_specific
 
@@ -35,6 +36,7 @@ class Linter:
         self.line_noqa = line_noqa
         self.settings = settings
         self.parse = parse
+        self.project = ProjectView(path)  # what the checks asked of the rest of the project: `project.asked`
 
     def check(self, source: str) -> list[Finding]:
         """The findings in `source`, sorted by position. Raises ParseError when it does not parse."""
@@ -43,7 +45,7 @@ class Linter:
         if not self.rules or not engine.could_hold_finding(source):
             return []
         module = (self.parse or engine.parse)(source)
-        findings = engine.check_module(module, self.rules, source, self.settings.target_torch)
+        findings = engine.check_module(module, self.rules, source, self.settings.target_torch, self.project)
         return noqa.unsuppressed(findings, source, self.line_noqa) if findings else []
 
     def fix(self, source: str, unsafe: bool, findings: Optional[list[Finding]] = None,

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Iterator, Optional, Sequence, Union
 
 from devlint.core.findings import Edit, Finding, Fix, ParseError, Related
+from devlint.semantic.project import ProjectView
 from devlint.workspace import noqa
 from devlint.workspace import notebook
 from devlint.workspace.baseline import Baseline, file_key, hide, line_keys, updated
@@ -120,6 +121,7 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
     try:
         source, encoding = decode(data)
         linter = Linter(settings, path)
+        report.asked = linter.project.asked
         if fix is None:
             report.findings = linter.check(source)
             return report
@@ -351,8 +353,13 @@ class FindingCache:
         try:
             record = json.loads((self.root / key[0][:2] / f"{key[0]}.json").read_text())
             diagnostics = [_finding_from(r) for r in record["diagnostics"]]
+            asked = dict(record.get("asked", {}))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+        if asked:  # answered from other files of the project: only while they answer the same
+            project = ProjectView(path)
+            if any(project.sets_tensor_attributes(name) != answer for name, answer in asked.items()):
+                return None
         report = FileReport(path, display, findings=[d for d in diagnostics if not d.is_file_error])
         report.error = next((d for d in diagnostics if d.is_file_error), None)
         return report
@@ -361,7 +368,7 @@ class FindingCache:
         key = self._key(report.path)
         if key is None or report.error is not None and report.error.message.startswith("cannot read"):
             return
-        record = {"diagnostics": [_finding_to(f) for f in report.diagnostics]}
+        record = {"diagnostics": [_finding_to(f) for f in report.diagnostics], "asked": report.asked}
         target = self.root / key[0][:2] / f"{key[0]}.json"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

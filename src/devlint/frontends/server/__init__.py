@@ -30,6 +30,7 @@ from devlint.engine.incremental import ChunkParser
 from devlint.frontends.server.actions import FIX_ALL, Actions
 from devlint.frontends.server.documents import DocumentStore, NotebookResult, Result
 from devlint.frontends.server.publishing import Publishing
+from devlint.semantic import project
 from devlint.workspace.config import ConfigError, Settings
 
 DEFAULT_DEBOUNCE = 0.25  # seconds after the last change
@@ -83,6 +84,7 @@ def build(debounce: float = DEFAULT_DEBOUNCE) -> DevlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: DevlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        project.forget()  # a saved file may change what other files' classes inherit
         ls.schedule(params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
