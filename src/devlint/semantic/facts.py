@@ -316,9 +316,10 @@ class FileFacts:
 
     def _acts_as_module(self, info: ClassInfo) -> bool:
         """The class's own methods do what only a module does: define `forward`, keep a
-        `torch.nn` module or parameter it builds on `self` (`self.proj = nn.Linear(...)`; a loss
-        built into a local of a training method is the method's), or register a buffer, a
-        parameter or a submodule."""
+        `torch.nn` module or parameter it builds on `self` (`self.proj = nn.Linear(...)`,
+        `self.layers.append(nn.Linear(...))`, `setattr(self, name, nn.Linear(...))`; a loss built
+        into a local of a training method is the method's), or register a buffer, a parameter or
+        a submodule."""
         if "forward" in info.methods:
             return True
         for definitions in info.methods.values():
@@ -330,12 +331,23 @@ class FileFacts:
                     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                             and node.func.attr.value in _REGISTRATIONS:
                         return True
+                    if isinstance(node, cst.Call) and _given_to_self(node) \
+                            and any(_builds_nn_object(a.value, self) for a in node.args):
+                        return True  # `self.layers.append(nn.Linear(...))`
         return False
 
 
 def _stored_on_self(statement: cst.Assign | cst.AnnAssign) -> bool:
     targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
     return any(isinstance(t, cst.Attribute) and syntax.dotted_name(t.value) == "self" for t in targets)
+
+
+def _given_to_self(call: cst.Call) -> bool:
+    """A method of something kept on `self` (`self.layers.append(...)`), or `setattr(self, ...)`."""
+    name = syntax.dotted_name(call.func) or ""
+    if name == "setattr":
+        return bool(call.args) and syntax.dotted_name(call.args[0].value) == "self"
+    return name.startswith("self.")
 
 
 def _builds_nn_object(value: cst.BaseExpression, facts: "FileFacts") -> bool:
