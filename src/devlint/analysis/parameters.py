@@ -251,25 +251,36 @@ _MODULE_SELF = values.Value(values.MODULE_SELF)
 
 def first_used_param(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts,
                      path: Optional[Sequence[cst.CSTNode]] = None) -> Optional[str]:
-    """The tensor parameter the function body mentions first, for `device=X.device` at `path`.
+    """The tensor parameter the function body mentions first, for `device=X.device` at `path`
+    (see `used_tensor_params`)."""
+    return first_fit(used_tensor_params(func, params, facts), path)
+
+
+def used_tensor_params(func: cst.FunctionDef, params: Sequence[str], facts: FileFacts) -> list[tuple[str, bool]]:
+    """The parameters fit to name in `device=X.device`, in the order the body first mentions
+    them, each with whether it is declared to admit None (`mask: Tensor | None`).
 
     Only a parameter known to be a tensor (annotation, tensor-only members) qualifies: being a
     parameter of `forward` is not enough (`inv_temperature=100.`). One with a default of None or
-    of a literal, or rebound to another value, is never used; one declared to admit None
-    (`mask: Tensor | None`) only where the code has ruled None out before `path` (see
-    `none_ruled_out`).
+    of a literal, or rebound to another value, is never used.
     """
     declared = [p for p in syntax.all_params(func.params) if p.star not in ("*", "**")]
     usable = {p.name.value for p in declared if p.default is None or not _is_literal_default(p.default)}
     usable &= stable_parameters(func, params, facts)
-    optional = {p.name.value for p in declared if p.annotation is not None and _admits_none(p.annotation.annotation)}
+    optional = {p.name.value for p in declared
+                if p.annotation is not None and "None" in values.union_members(p.annotation.annotation)}
     known = {n for n in tensor_parameters(func, facts) if n in usable} - _not_one_tensor(func)
+    order: dict[str, bool] = {}
     for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Name) and node.value in known:
-            if node.value not in optional or path is not None and none_ruled_out(node.value, path):
-                return node.value
-            known.discard(node.value)
-    return None
+            order.setdefault(node.value, node.value in optional)
+    return list(order.items())
+
+
+def first_fit(used: list[tuple[str, bool]], path: Optional[Sequence[cst.CSTNode]]) -> Optional[str]:
+    """The first of `used_tensor_params` that is not None at `path`: one declared to admit None
+    only where the code has ruled None out before it (see `none_ruled_out`)."""
+    return next((name for name, optional in used if not optional or path is not None and none_ruled_out(name, path)), None)
 
 
 def none_ruled_out(name: str, path: Sequence[cst.CSTNode]) -> bool:
@@ -321,17 +332,6 @@ def _leaves(block: cst.BaseSuite) -> bool:
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in last.body)
     return False
-
-
-def _admits_none(annotation: cst.BaseExpression) -> bool:
-    """`Optional[T]`, `T | None`, `Union[T, None]`."""
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        return _admits_none(annotation.left) or _admits_none(annotation.right)
-    if isinstance(annotation, cst.Subscript):
-        kind = syntax.last_name(annotation.value) or ""
-        return kind == "Optional" or kind == "Union" and any(
-            isinstance(e.slice, cst.Index) and _admits_none(e.slice.value) for e in annotation.slice)
-    return syntax.dotted_name(annotation) == "None"
 
 
 def _is_literal_default(default: cst.BaseExpression) -> bool:
@@ -405,7 +405,10 @@ def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) 
     declared = next((p for p in syntax.all_params(function.params) if p.name.value == data.value), None) if function else None
     if declared is None or declared.annotation is None or not not_a_tensor_here(data, path, facts):
         return False
-    resolved = {facts.resolve_dotted(m) or m for m in _union_members(declared.annotation.annotation)}
+    members = values.union_members(declared.annotation.annotation)
+    if None in members:
+        return False  # a member that is no name (`list[int]`)
+    resolved = {facts.resolve_dotted(m) or m for m in members}
     others = resolved - TENSOR_TYPES  # a union that names the tensor its test rules out, and numbers
     return others != resolved and bool(others & NUMBER_TYPES) and others <= NUMBER_TYPES | {"None"}
 
@@ -413,14 +416,3 @@ def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) 
 # The names a tensor parameter's annotation gives its type.
 TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor"})
 
-
-def _union_members(annotation: cst.BaseExpression) -> list[str]:
-    """The dotted names of `A | B`, `Union[A, B]` or `Optional[A]`; [] where a member is anything else."""
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        left, right = _union_members(annotation.left), _union_members(annotation.right)
-        return left + right if left and right else []
-    if isinstance(annotation, cst.Subscript) and (syntax.last_name(annotation.value) or "") in ("Optional", "Union"):
-        parts = [_union_members(e.slice.value) if isinstance(e.slice, cst.Index) else [] for e in annotation.slice]
-        return [m for part in parts for m in part] if parts and all(parts) else []
-    name = syntax.dotted_name(annotation)
-    return [name] if name else []

@@ -704,17 +704,23 @@ def scalar_annotated(func: cst.FunctionDef) -> set[str]:
     }
 
 
-def _scalar_annotation(node: cst.BaseExpression, none_ok: bool = False) -> bool:
-    name = syntax.dotted_name(node)
-    if name in ("int", "float", "bool") or (none_ok and name == "None"):
-        return True
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):  # `float | None`
-        return _scalar_annotation(node.left, True) and _scalar_annotation(node.right, True) and name is None
-    if isinstance(node, cst.Subscript) and (syntax.last_name(node.value) or "") in ("Optional", "Union"):
-        parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
-        return bool(parts) and all(_scalar_annotation(part, True) for part in parts) and any(
-            syntax.dotted_name(part) != "None" for part in parts)
-    return False
+def _scalar_annotation(node: cst.BaseExpression) -> bool:
+    members = union_members(node)
+    return all(m in ("int", "float", "bool", "None") for m in members) and any(m != "None" for m in members)
+
+
+def union_members(annotation: cst.BaseExpression) -> list[Optional[str]]:
+    """The members of an annotation read as a union, each by its dotted name, None where a member
+    is no name (`list[int]`): `A | B`, `Union[A, B]`, `Optional[A]` as `A | None`, and any other
+    annotation as a union of one."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return union_members(annotation.left) + union_members(annotation.right)
+    kind = syntax.last_name(annotation.value) if isinstance(annotation, cst.Subscript) else None
+    if kind in ("Optional", "Union"):
+        members = [m for e in annotation.slice
+                   for m in (union_members(e.slice.value) if isinstance(e.slice, cst.Index) else [None])]
+        return members + ["None"] if kind == "Optional" else members
+    return [syntax.dotted_name(annotation)]
 
 
 # --- local names bound to a tensor's device ------------------------------------------------------

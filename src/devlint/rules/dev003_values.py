@@ -14,9 +14,10 @@ from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
 from devlint.analysis.parameters import (
-    a_number_here, assigned_names, first_used_param, is_derived, module_self, not_a_tensor_here,
-    stable_parameters, tensor_parameters,
+    a_number_here, assigned_names, first_fit, is_derived, module_self, not_a_tensor_here,
+    stable_parameters, tensor_parameters, used_tensor_params,
 )
+from devlint.semantic.bindings import scope_bindings
 from devlint.semantic.facts import ClassInfo, FileFacts
 
 MOVE, NON_TENSOR, NEUTRAL, USE, ASSIGNED = "move", "non-tensor", "neutral", "use", "assigned"
@@ -189,11 +190,12 @@ def _given_type_strings(walk: _Walk, call: cst.Call) -> bool:
     function = syntax.enclosing_function(walk.path)
     if function is None:
         return False
-    bindings = [n for n in syntax.walk(function.body) if _binds(n, name)]
+    bound = scope_bindings(function, name)
     if name not in syntax.param_names(function.params):
-        return len(bindings) == 1 and isinstance(bindings[0], cst.Assign) and len(bindings[0].targets) == 1 \
-            and _type_string(bindings[0].value, walk.facts)
-    sites = call_sites(function, walk.facts) if not bindings else []
+        statement = bound[0][-3] if len(bound) == 1 and len(bound[0]) > 2 else None  # Assign > AssignTarget > Name
+        return isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+            and statement.targets[0].target is bound[0][-1] and _type_string(statement.value, walk.facts)
+    sites = call_sites(function, walk.facts) if not bound else []
     if not sites:
         return False
     for _, path in sites:
@@ -202,21 +204,6 @@ def _given_type_strings(walk: _Walk, call: cst.Call) -> bool:
         if given is None or not _type_string(given, walk.facts):
             return False
     return True
-
-
-def _binds(node: cst.CSTNode, name: str) -> bool:
-    """Whether a statement or clause binds `name` (an assignment, a loop, `with ... as`, `:=`)."""
-    if isinstance(node, cst.Assign):
-        targets = [t.target for t in node.targets]
-    else:
-        attribute = _BINDING_PARTS.get(type(node))
-        targets = [getattr(node, attribute)] if attribute else []
-    return any(isinstance(n, cst.Name) and n.value == name for t in targets for n in syntax.walk(t))
-
-
-# Where each kind of binding node names what it binds (an assignment's targets aside).
-_BINDING_PARTS = {cst.AnnAssign: "target", cst.AugAssign: "target", cst.For: "target", cst.CompFor: "target",
-                  cst.AsName: "name", cst.NamedExpr: "target"}
 
 
 def _type_string(expr: cst.BaseExpression, facts) -> bool:
@@ -351,7 +338,7 @@ def _element(walk: _Walk, parent) -> Optional[Fate]:
         return walk.use()
     walk.siblings.extend(e.value for e in grand.elements if e is not parent)
     walk.i -= 2
-    walk.kept = _joined_by(walk) is not None  # the pieces of `torch.stack([a, b])` keep their dimensions to it
+    walk.kept = walk.ndim is not None and _joined_by(walk) is not None  # `torch.stack([a, b])`: to it, each its dimensions
     return None
 
 
@@ -975,6 +962,7 @@ class FunctionValues:
         self._host_names: Optional[frozenset] = None
         self._source_names: Optional[dict[str, str]] = None
         self._flow: Optional[_Flow] = None
+        self._used_params: Optional[list[tuple[str, bool]]] = None
 
     @property
     def params(self) -> list[str]:
@@ -1080,7 +1068,9 @@ class FunctionValues:
         return values.is_host_value(expr, self.facts)
 
     def first_used_param(self, path=None) -> Optional[str]:
-        return first_used_param(self.node, self.params, self.facts, path)
+        if self._used_params is None:  # one walk of the function, for all its reports
+            self._used_params = used_tensor_params(self.node, self.params, self.facts)
+        return first_fit(self._used_params, path)
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """A tensor computed from a tensor parameter: one that may live on another device (a

@@ -349,7 +349,7 @@ class UnregisteredTensorAttribute(Rule):
             return True
         imported = lineage - {info.name for info in self.facts.classes.values()}
         return any(self.ctx.project.sets_tensor_attributes(base.rsplit(".", 1)[-1]) for base in sorted(imported)
-                   if not (self.facts.resolve_dotted(base) or "").startswith("torch."))
+                   if not self.facts.from_outside_projects(base))
 
     def _lineage(self, node: cst.ClassDef) -> set[str]:
         """The class's name and those of its bases, through its same-file bases, transitively."""

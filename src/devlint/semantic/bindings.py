@@ -163,6 +163,12 @@ def bound_values(name: str, ancestors: Sequence[cst.CSTNode]) -> Optional[list[c
     return None
 
 
+def scope_bindings(scope: cst.CSTNode, name: str) -> list[list[cst.CSTNode]]:
+    """The path, from the scope's body, of each binding of `name` in its own text (nested scopes
+    not entered): assignments, loop targets, `with ... as`, `:=`, imports, definitions."""
+    return [path for _, path in _bindings(scope, name, scope)]
+
+
 def _enclosing_scopes(ancestors: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     """(scope, position) pairs, innermost first, the module last: each scope whose body holds
     the code, and the node standing for the code in that scope's own text (the code itself, or

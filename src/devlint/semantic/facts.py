@@ -303,7 +303,7 @@ class FileFacts:
             return MODULE if is_module else NOT_MODULE  # `torch.utils.data.Dataset`, `torch.autograd.Function`
         if package in names.OTHER_FRAMEWORKS:
             return OTHER_FRAMEWORK
-        if package in sys.stdlib_module_names or package in names.TYPING_PACKAGES:
+        if _standard_package(package):
             return NOT_MODULE  # `ABC`, `Generic[T]`, `Enum`, `NamedTuple`
         if last.endswith(names.NOT_MODULE_BASE_SUFFIXES):
             return NOT_MODULE  # `LightningDataModule`, `Dataset`, `Trainer`: named for what they are
@@ -313,6 +313,15 @@ class FileFacts:
                 return MODULE
             return UNKNOWN
         return NAMED_MODULE if last.endswith(names.MODULE_BASE_SUFFIXES) else UNKNOWN
+
+    def from_outside_projects(self, base: str) -> bool:
+        """Whether a base names a class no project defines: a builtin (`object`), or one of torch,
+        the standard library or typing (`nn.Module`, `abc.ABC`, `Generic[T]`)."""
+        qualified = self.resolve_dotted(base)
+        if qualified is None:
+            return "." not in base and hasattr(builtins, base)
+        package = qualified.split(".")[0]
+        return package == "torch" or _standard_package(package)
 
     def _acts_as_module(self, info: ClassInfo) -> bool:
         """The class's own methods do what only a module does: define `forward`, keep a
@@ -335,6 +344,10 @@ class FileFacts:
                             and any(_builds_nn_object(a.value, self) for a in node.args):
                         return True  # `self.layers.append(nn.Linear(...))`
         return False
+
+
+def _standard_package(package: Optional[str]) -> bool:
+    return package in sys.stdlib_module_names or package in names.TYPING_PACKAGES
 
 
 def _stored_on_self(statement: cst.Assign | cst.AnnAssign) -> bool:

@@ -35,13 +35,19 @@ class ProjectView:
     def __init__(self, path: Optional[Path]) -> None:
         self.path = path
         self.asked: dict[str, bool] = {}
+        self._root: Optional[Path] = None
 
     def sets_tensor_attributes(self, class_name: str) -> bool:
         """Whether a class of this name in the project, or one of its bases there, defines a
         `__setattr__` that registers what it is given as a buffer or a parameter."""
         if class_name not in self.asked:
-            self.asked[class_name] = self.path is not None and class_name in attribute_setters(root_of(self.path))
+            self.asked[class_name] = self.path is not None and class_name in self._setters()
         return self.asked[class_name]
+
+    def _setters(self) -> frozenset[str]:
+        if self._root is None:
+            self._root = root_of(self.path)  # one walk up the folders per file, whatever it asks
+        return attribute_setters(self._root)
 
 
 def forget() -> None:
