@@ -372,6 +372,11 @@ class ScopeScan:
             if values.unpacks_shape(target, value):  # `n, c, h, w = x.shape`
                 self.scalars.update(e.value.value for e in target.elements)
             return
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value in self.cpu:
+            # `batch[k] = v.to(device)`, `batch["x"] = batch["x"].cuda()`: the items are written back moved
+            if isinstance(value, cst.Call) and values.is_move(value, self.facts) and not values.to_cpu(self.facts, value):
+                del self.cpu[target.value.value]
+            return
         if not isinstance(target, cst.Name):
             return
         name = target.value

@@ -3,7 +3,7 @@ follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -60,6 +60,19 @@ def reads_only_what_it_is(path: Sequence[cst.CSTNode]) -> bool:
         return False
     return isinstance(parent, cst.Comparison) and parent.left is read and all(
         isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons)
+
+
+def through_casts(path: Sequence[cst.CSTNode], index: int, read: cst.CSTNode, facts):
+    """`typing.cast(T, v)` returns `v` itself: where the read `read` (whose parent is
+    `path[index]`) is the value of such a call, the call is the read. Returns the read and the
+    index of its parent."""
+    while index >= 1 and isinstance(path[index], cst.Arg) and path[index].value is read:
+        call = path[index - 1]
+        if not (isinstance(call, cst.Call) and len(call.args) == 2 and call.args[1] is path[index]
+                and call.args[1].keyword is None and facts.resolve(call.func) == "typing.cast"):
+            break
+        read, index = call, index - 2
+    return read, index
 
 
 def is_move(call: cst.Call, facts) -> bool:
@@ -621,6 +634,115 @@ def is_scalar_factory(call: cst.Call, facts, scalar_names: Callable[[], frozense
         return False
     args = syntax.positional(call)
     return len(args) == 1 and is_python_scalar(args[0].value, facts, scalar_names)
+
+
+def range_names(func: cst.FunctionDef) -> frozenset:
+    """Names bound only as the target of `for i in range(...)` (or the index of `enumerate(...)`):
+    Python ints."""
+    looped, other = set(), set(syntax.param_names(func.params))
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, (cst.For, cst.CompFor)):
+            counter = _loop_counter(node.target, node.iter)
+            names_bound = {n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name)}
+            if counter is not None:
+                looped.add(counter)
+                names_bound.discard(counter)
+            other |= names_bound
+        elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            other.update(name for t in targets for name in _bound_by(t))
+    return frozenset(looped - other)
+
+
+def _bound_by(target: cst.BaseExpression) -> Iterator[str]:
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not those it only reads
+    (`t[i] = v`, `self.x = v`)."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _bound_by(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _bound_by(target.value)
+
+
+def _loop_counter(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[str]:
+    """`i` in `for i in range(n)` and `for i, item in enumerate(items)`."""
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
+        return None
+    if iterable.func.value == "range" and isinstance(target, cst.Name):
+        return target.value
+    if iterable.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements \
+            and isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
+
+
+# What `nonzero()` and `argwhere()` return: a 2-dim integer tensor (a row per element found),
+# whatever the input's dimensions.
+_INDEX_MATRICES = frozenset({"nonzero", "argwhere"})
+
+
+_INTEGER_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def integer_element(expr: cst.BaseExpression, func: Optional[cst.FunctionDef], facts) -> bool:
+    """`on[i][0]` with `on = x.nonzero()` (or `torch.argwhere(x)`) and `i` a Python int: a 0-dim
+    integer tensor, one entry of an index matrix, also in integer arithmetic with Python ints
+    (`on[i][1] + 1`). Used as an index, torch takes it as an int (`.item()`), wherever it lives:
+    indexing a CPU tensor with it meets no device."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _INTEGER_OPERATORS):
+        sides = (expr.left, expr.right)
+        return any(integer_element(side, func, facts) for side in sides) and all(
+            isinstance(side, cst.Integer) or integer_element(side, func, facts) for side in sides)
+    taken, base = 0, expr
+    while isinstance(base, cst.Subscript):
+        for element in base.slice:
+            if not isinstance(element.slice, cst.Index) or element.slice.star is not None:
+                return False
+            taken += 1
+        base = base.value
+    if taken != 2 or not isinstance(base, cst.Name) or func is None:
+        return False
+    indices = [e.slice.value for s in _subscripts(expr) for e in s.slice]
+    memo = facts.memo.setdefault("values.integer-element", {})
+    if id(func) not in memo:
+        memo[id(func)] = (_index_matrix_names(func, facts), range_names(func), scalar_names(func, facts))
+    matrices, ranges, scalars = memo[id(func)]
+    return base.value in matrices and all(
+        isinstance(i, cst.Name) and i.value in ranges or is_python_scalar(i, facts, lambda: scalars) for i in indices)
+
+
+def _subscripts(expr: cst.BaseExpression) -> list:
+    out = []
+    while isinstance(expr, cst.Subscript):
+        out.append(expr)
+        expr = expr.value
+    return out
+
+
+def _index_matrix_names(func: cst.FunctionDef, facts) -> frozenset:
+    """Local names bound only to `x.nonzero()`, `torch.nonzero(x)`, `x.argwhere()` or
+    `torch.argwhere(x)` (not `as_tuple=True`)."""
+    bound: dict[str, list] = {}
+    for node in syntax.walk_expressions(func.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                for name in _bound_by(target):
+                    bound.setdefault(name, []).append(
+                        node.value if isinstance(node, cst.Assign) and isinstance(target, cst.Name) else None)
+
+    def index_matrix(value) -> bool:
+        if not isinstance(value, cst.Call) or syntax.keyword(value, "as_tuple") is not None:
+            return False
+        qualified = facts.resolve(value.func)
+        if qualified is not None:
+            return qualified in {f"torch.{m}" for m in _INDEX_MATRICES} and len(value.args) == 1
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value in _INDEX_MATRICES and not value.args
+
+    params = set(syntax.param_names(func.params))
+    return frozenset(name for name, values_ in bound.items() if name not in params and all(map(index_matrix, values_)))
 
 
 def scalar_names(func: cst.FunctionDef, facts, number_defaults: bool = False) -> frozenset:

@@ -245,7 +245,7 @@ def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
     stored = isinstance(walk.grand, cst.AssignTarget) and walk.grand.target is parent
     if not stored and _in_tuple_target(walk.path[: walk.i]):  # `buf[i], _ = t.max(0)`: a write into buf
         return Fate(NEUTRAL, walk.met) if _plain_write(walk, parent) else walk.use()
-    device_indices = [e for e in _index_expressions(parent) if walk.is_tensor(e)]
+    device_indices = [e for e in _index_expressions(parent) if walk.is_tensor(e) and not _integer_element(walk, e)]
     left = _indexed_ndim(parent, walk.ndim) if not stored and not device_indices else None
     if left == 0:  # `v[i]` of a 1-dim tensor, `v[i, j]` of a 2-dim one: a 0-dim CPU scalar mixes with any device
         return Fate(NEUTRAL, walk.met)
@@ -254,6 +254,12 @@ def _subscripted(walk: _Walk, parent: cst.Subscript) -> Optional[Fate]:
     walk.i -= 1
     walk.ndim, walk.kept = left, left is not None
     return None
+
+
+def _integer_element(walk: _Walk, index: cst.BaseExpression) -> bool:
+    """An index that is one entry of a device index matrix (`on[i][0]`, `on = x.nonzero()`):
+    torch takes a 0-dim integer tensor index as an int, so it meets no device."""
+    return values.integer_element(index, syntax.enclosing_function(walk.path), walk.facts)
 
 
 def _in_tuple_target(path: Sequence[cst.CSTNode]) -> bool:
@@ -745,7 +751,8 @@ def _plain_write(walk: _Walk, target: cst.Subscript) -> bool:
         for part in parts:
             if isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 return False  # a key: not a tensor's
-            if walk.is_tensor(part) or (isinstance(part, cst.Name) and part.value in walk.host_tables):
+            if walk.is_tensor(part) and not _integer_element(walk, part) or (
+                    isinstance(part, cst.Name) and part.value in walk.host_tables):
                 return False
             if isinstance(part, cst.Call) and walk.facts.is_tensor_source(part) is not None:
                 return False
@@ -1594,7 +1601,8 @@ def _read_moved(node: cst.Attribute, node_path, item: bool, facts) -> bool:
     read, i = node, len(node_path) - 2
     if item and isinstance(node_path[i], cst.Subscript) and node_path[i].value is read:
         read, i = node_path[i], i - 1  # `self.NAME[key]`: the item the store put there
-    if values.reads_only_what_it_is(node_path[:i + 2]):
+    read, i = values.through_casts(node_path, i, read, facts)
+    if values.reads_only_what_it_is([*node_path[:i + 1], read]):
         return True
     parent = node_path[i]
     if isinstance(parent, cst.Attribute) and parent.value is read:

@@ -770,6 +770,7 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
             return False
         read, index = ancestors[index], index - 1
     while True:
+        read, index = values.through_casts(ancestors, index, read, facts)  # `cast(Tensor, self.NAME).to(x)`
         if isinstance(ancestors[index], cst.IfExp) and ancestors[index].test is not read:
             read, index = ancestors[index], index - 1  # `(self.NAME if c else other).type_as(x)`: either is moved
         elif _keeps_device_of(ancestors, index, read, facts):
@@ -844,34 +845,9 @@ class _Locals:
         return self._devices
 
     def range_names(self) -> frozenset:
-        """Names bound only as the target of `for i in range(...)` (or the index of `enumerate(...)`)."""
         if self._ranges is None:
-            looped, other = set(), set(syntax.param_names(self.func.params))
-            for node in syntax.walk_expressions(self.func.body):
-                if isinstance(node, (cst.For, cst.CompFor)):
-                    counter = _loop_counter(node.target, node.iter)
-                    names_bound = {n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name)}
-                    if counter is not None:
-                        looped.add(counter)
-                        names_bound.discard(counter)
-                    other |= names_bound
-                elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    other.update(n.value for t in targets for n in syntax.walk(t) if isinstance(n, cst.Name))
-            self._ranges = frozenset(looped - other)
+            self._ranges = values.range_names(self.func)
         return self._ranges
-
-
-def _loop_counter(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[str]:
-    """`i` in `for i in range(n)` and `for i, item in enumerate(items)`."""
-    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
-        return None
-    if iterable.func.value == "range" and isinstance(target, cst.Name):
-        return target.value
-    if iterable.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements \
-            and isinstance(target.elements[0].value, cst.Name):
-        return target.elements[0].value.value
-    return None
 
 
 def _register_buffer_fix(candidate: _Candidate, name: str, buffer_class: Optional[cst.BaseExpression]) -> Optional[NodeFix]:
