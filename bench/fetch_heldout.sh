@@ -3,7 +3,7 @@
 # registry, unpacked with only its .py and .ipynb files into DEST/<half>/<name>-<version>.
 # Usage: fetch_heldout.sh [DEST]   (default: ~/.cache/devlint-heldout)
 # Prints DEST as its last line; DEST/tuning and DEST/held-out are the two halves, DEST/fresh,
-# DEST/third to DEST/twentythird the second to twenty-third held-out sets.
+# DEST/third to DEST/twentyfourth the second to twenty-fourth held-out sets.
 set -euo pipefail
 dest=${1:-${HOME}/.cache/devlint-heldout}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,8 +20,10 @@ while read -r spec half; do
     base=$(basename "$a" "-$ver.tar.gz"); [ "$(echo "$base" | tr 'A-Z_.' 'a-z--')" = "$name" ] && echo "$a" && break; done; true; }
   archive=$(find_archive)
   if [ -z "$archive" ]; then
-    python3 -m pip download -q --no-deps --no-binary=:all: -d "$dest/archives" "$spec" >&2 \
-      || python3 "$here/fetch_sdist.py" "$name" "$ver" "$dest/archives"  # an sdist pip cannot prepare
+    # the archive as published, built by nothing (pip prepares metadata: for some sdists that
+    # fails, or compiles their build requirements for many minutes); pip where that fails
+    python3 "$here/fetch_sdist.py" "$name" "$ver" "$dest/archives" \
+      || python3 -m pip download -q --no-deps --no-binary=:all: -d "$dest/archives" "$spec" >&2
     archive=$(find_archive)
   fi
   rm -rf "$out.tmp" && mkdir -p "$out.tmp"
