@@ -242,3 +242,14 @@ def test_fix_over_hostile_files_writes_only_sound_code(tmp_path):
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     devlint("--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == after  # a second fix changes nothing
+
+
+def test_a_check_that_recurses_too_deep_names_its_cause():
+    """Deep code is a limit of the check; an endless recursion on shallow code is a devlint bug,
+    and says so instead of blaming the file."""
+    recursion_problem = runner.recursion_problem
+    chain = "y = " + " + ".join(["x"] * 2000) + "\n"
+    assert recursion_problem(chain).startswith("cannot check: nested deeper than")
+    assert recursion_problem("y = " + "(" * 300 + "x" + ")" * 300 + "\n").startswith("cannot check: nested deeper")
+    shallow = recursion_problem(b"def f(x):\n    return f(x)\n")
+    assert shallow == "internal error: RecursionError (a devlint bug: please report it with this file)"

@@ -415,7 +415,7 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         return _passed_through(walk)
     callee = _same_class_method_of(walk.methods, func)
     defined = callee or _module_function(walk, func)
-    if defined is not None and _moved_first_in(defined, call, parent, walk.facts):
+    if defined is not None and _moved_first_in(defined, call, parent, walk.facts, walk.reading):
         return Fate(MOVE, walk.met)  # `self.f(v)` or `f(v)` where f starts with `v = v.to(device)`
     if defined is not None and _read_on_host_in(defined, call, parent, walk):
         return Fate(NEUTRAL, walk.met)  # `f(x, torch.tensor([n]))` where f reads it only as `n_t[0]` or an index
@@ -613,11 +613,14 @@ def _helper_function(walk: _Walk, func: cst.BaseExpression) -> bool:
     return bool(walk.facts.module_functions(func.value))
 
 
-def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts) -> bool:
+def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts, reading: frozenset) -> bool:
     """Whether the callee moves the parameter that `arg` fills before anything else reads it:
     its first read past those that ask only what it is (`isinstance(p, Tensor)`, `p.shape`)
     moves it, and so does every later read unless that first move rebinds the name in the
-    function's own body (`p = p.to(device)`)."""
+    function's own body (`p = p.to(device)`). `reading`: the callees the walk is inside of; a
+    recursive call (`f` reached again from `f`'s own body) is not followed again."""
+    if callee in reading:
+        return False
     params = [p for p in syntax.all_params(callee.params) if p.star not in ("*", "**")]
     if params and params[0].name.value in ("self", "cls"):
         params = params[1:]
@@ -636,7 +639,7 @@ def _moved_first_in(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, facts
             continue
         if _storing_statement(path) is not None or values.reads_only_what_it_is(path):
             continue
-        if fate(path, facts, lambda e: False).kind != MOVE:
+        if fate(path, facts, lambda e: False, reading=reading | {callee}).kind != MOVE:
             return False
         if _rebinds_at_top(callee, path, name):
             return True

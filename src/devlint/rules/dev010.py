@@ -324,8 +324,14 @@ class _Scope:
 
 
 def _made_here(expr: cst.BaseExpression, facts) -> bool:
-    """A method chain that starts with a tensor factory (`torch.ones(0).float()`)."""
+    """A method chain that starts with a tensor factory (`torch.ones(0).float()`) or with what a
+    function or a module returns (`model(x).detach()`, `self.net(x)`): a value the statement
+    makes, which no name holds. Not a chain on a name's value (`x.float()`: a copy of `x`)."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
             and isinstance(expr.func.value, cst.Call):
         expr = expr.func.value
-    return isinstance(expr, cst.Call) and facts.is_tensor_source(expr) is not None
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    return facts.is_tensor_source(expr) is not None or isinstance(func, cst.Name) \
+        or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self")

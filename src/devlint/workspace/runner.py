@@ -61,7 +61,7 @@ def check_data(
             return _on_a_deep_stack(_check_data, data, path, settings, display, fix, baseline)
     except Exception as exc:  # noqa: BLE001 - a bug in devlint must not stop the run or cost the other files
         if _from_recursion(exc):
-            return FileReport(path, display or str(path)).fail(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+            return FileReport(path, display or str(path)).fail(recursion_problem(data))
         try:
             detail = str(exc)
         except RecursionError:  # the message itself is too deep to print (a node's repr)
@@ -82,6 +82,33 @@ def _from_recursion(exc: BaseException) -> bool:
 
 
 DEEP_RECURSION_LIMIT = 20_000
+# Nesting that a deep stack takes in its stride: a file no deeper than this that still recursed
+# past DEEP_RECURSION_LIMIT met a bug in devlint, not a limit.
+_SHALLOW = 500
+
+
+def recursion_problem(source: Union[bytes, str]) -> str:
+    """What to say of a file whose check recursed too deep even on a deep stack: that the code
+    nests too deep, or, where it does not, that devlint has a bug (an endless recursion)."""
+    if _nesting_depth(source) < _SHALLOW:
+        return "internal error: RecursionError (a devlint bug: please report it with this file)"
+    return f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels"
+
+
+def _nesting_depth(source: Union[bytes, str]) -> int:
+    """How deep the file's syntax tree goes (without recursing); a file `ast` cannot read counts as deep."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _SHALLOW
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _on_a_deep_stack(function, *args):

@@ -269,7 +269,7 @@ def _is_python(document) -> bool:
 def _run_check(path: Optional[Path], check, fresh_check, source) -> tuple[list[Finding], Optional[Finding]]:
     """`check(source)`, as the command line runs it (on a deeper stack for deeply nested code, with
     `fresh_check`, a linter that reuses nothing): its findings, or the error that stopped it."""
-    from devlint.workspace.runner import DEEP_RECURSION_LIMIT, _on_a_deep_stack
+    from devlint.workspace.runner import _on_a_deep_stack, recursion_problem
 
     try:
         try:
@@ -279,7 +279,7 @@ def _run_check(path: Optional[Path], check, fresh_check, source) -> tuple[list[F
     except ParseError as exc:
         return [], replace(file_error(f"cannot parse: {exc.message}", exc.row, exc.column), cell=exc.cell)
     except RecursionError:
-        return [], file_error(f"cannot check: nested deeper than {DEEP_RECURSION_LIMIT} levels")
+        return [], file_error(recursion_problem(source))
     except Exception as exc:  # noqa: BLE001 - a bug in devlint must not take the server down
         log.exception("checking %s", path)
         return [], file_error(f"internal error: {type(exc).__name__}: {exc} (a devlint bug: please report it with this file)")
