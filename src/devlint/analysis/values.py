@@ -3,11 +3,12 @@ follow tensors (DEV003, DEV004, DEV007, DEV008)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
 from devlint.core import syntax
+from devlint.semantic import bindings
 from devlint.torchinfo import names
 
 PARAMETER_CLASSES = frozenset(
@@ -650,20 +651,9 @@ def range_names(func: cst.FunctionDef) -> frozenset:
             other |= names_bound
         elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            other.update(name for t in targets for name in _bound_by(t))
+            # the names a target binds (`a, (b, *c)`), not those it only reads (`t[i] = v`)
+            other.update(n.value for t in targets for n in syntax.unpacked_targets(t) if isinstance(n, cst.Name))
     return frozenset(looped - other)
-
-
-def _bound_by(target: cst.BaseExpression) -> Iterator[str]:
-    """The names an assignment target binds: `a`, `a, (b, *c)`; not those it only reads
-    (`t[i] = v`, `self.x = v`)."""
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _bound_by(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _bound_by(target.value)
 
 
 def _loop_counter(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[str]:
@@ -692,46 +682,31 @@ def integer_element(expr: cst.BaseExpression, func: Optional[cst.FunctionDef], f
     (`on[i][1] + 1`). Used as an index, torch takes it as an int (`.item()`), wherever it lives:
     indexing a CPU tensor with it meets no device."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _INTEGER_OPERATORS):
-        sides = (expr.left, expr.right)
-        return any(integer_element(side, func, facts) for side in sides) and all(
-            isinstance(side, cst.Integer) or integer_element(side, func, facts) for side in sides)
-    taken, base = 0, expr
+        sides = [side for side in (expr.left, expr.right) if not isinstance(side, cst.Integer)]
+        return bool(sides) and all(integer_element(side, func, facts) for side in sides)
+    indices, base = [], expr
     while isinstance(base, cst.Subscript):
         for element in base.slice:
             if not isinstance(element.slice, cst.Index) or element.slice.star is not None:
                 return False
-            taken += 1
+            indices.append(element.slice.value)
         base = base.value
-    if taken != 2 or not isinstance(base, cst.Name) or func is None:
+    if len(indices) != 2 or not isinstance(base, cst.Name) or func is None:
         return False
-    indices = [e.slice.value for s in _subscripts(expr) for e in s.slice]
     memo = facts.memo.setdefault("values.integer-element", {})
     if id(func) not in memo:
-        memo[id(func)] = (_index_matrix_names(func, facts), range_names(func), scalar_names(func, facts))
-    matrices, ranges, scalars = memo[id(func)]
-    return base.value in matrices and all(
+        memo[id(func)] = (range_names(func), scalar_names(func, facts))
+    ranges, scalars = memo[id(func)]
+    return _index_matrix(base.value, func, facts) and all(
         isinstance(i, cst.Name) and i.value in ranges or is_python_scalar(i, facts, lambda: scalars) for i in indices)
 
 
-def _subscripts(expr: cst.BaseExpression) -> list:
-    out = []
-    while isinstance(expr, cst.Subscript):
-        out.append(expr)
-        expr = expr.value
-    return out
-
-
-def _index_matrix_names(func: cst.FunctionDef, facts) -> frozenset:
-    """Local names bound only to `x.nonzero()`, `torch.nonzero(x)`, `x.argwhere()` or
+def _index_matrix(name: str, func: cst.FunctionDef, facts) -> bool:
+    """A local name bound only to `x.nonzero()`, `torch.nonzero(x)`, `x.argwhere()` or
     `torch.argwhere(x)` (not `as_tuple=True`)."""
-    bound: dict[str, list] = {}
-    for node in syntax.walk_expressions(func.body):
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
-                for name in _bound_by(target):
-                    bound.setdefault(name, []).append(
-                        node.value if isinstance(node, cst.Assign) and isinstance(target, cst.Name) else None)
+    if name in syntax.param_names(func.params):
+        return False
+    bound = bindings.scope_values(func, name)
 
     def index_matrix(value) -> bool:
         if not isinstance(value, cst.Call) or syntax.keyword(value, "as_tuple") is not None:
@@ -741,8 +716,7 @@ def _index_matrix_names(func: cst.FunctionDef, facts) -> frozenset:
             return qualified in {f"torch.{m}" for m in _INDEX_MATRICES} and len(value.args) == 1
         return isinstance(value.func, cst.Attribute) and value.func.attr.value in _INDEX_MATRICES and not value.args
 
-    params = set(syntax.param_names(func.params))
-    return frozenset(name for name, values_ in bound.items() if name not in params and all(map(index_matrix, values_)))
+    return bound is not None and all(map(index_matrix, bound))
 
 
 def scalar_names(func: cst.FunctionDef, facts, number_defaults: bool = False) -> frozenset:

@@ -147,19 +147,8 @@ def bound_values(name: str, ancestors: Sequence[cst.CSTNode]) -> Optional[list[c
                                           or _declaration(scope, name) is not None):
             return None
         paths = [path for _, path in _bindings(scope, name, position)]
-        if not paths:
-            continue
-        found = []
-        for path in paths:
-            holder = path[-2] if len(path) > 1 else None
-            statement = path[-3] if len(path) > 2 else None
-            if isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign):
-                found.append(statement.value)
-            elif isinstance(holder, cst.AnnAssign) and holder.value is not None:
-                found.append(holder.value)
-            else:
-                return None
-        return found
+        if paths:
+            return _plain_values(paths)
     return None
 
 
@@ -167,6 +156,29 @@ def scope_bindings(scope: cst.CSTNode, name: str) -> list[list[cst.CSTNode]]:
     """The path, from the scope's body, of each binding of `name` in its own text (nested scopes
     not entered): assignments, loop targets, `with ... as`, `:=`, imports, definitions."""
     return [path for _, path in _bindings(scope, name, scope)]
+
+
+def scope_values(scope: cst.CSTNode, name: str) -> Optional[list[cst.BaseExpression]]:
+    """The values a scope's own text binds to `name` (a function's parameters are not in its
+    text): None where a binding is not a plain assignment of one value, or nothing binds it."""
+    paths = scope_bindings(scope, name)
+    return _plain_values(paths) if paths else None
+
+
+def _plain_values(paths: list[list[cst.CSTNode]]) -> Optional[list[cst.BaseExpression]]:
+    """The value of each binding at `paths` (`name = v`, `name: T = v`); None where one is any
+    other kind (a loop target, a tuple target, `with ... as`, an import)."""
+    found = []
+    for path in paths:
+        holder = path[-2] if len(path) > 1 else None
+        statement = path[-3] if len(path) > 2 else None
+        if isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign):
+            found.append(statement.value)
+        elif isinstance(holder, cst.AnnAssign) and holder.value is not None:
+            found.append(holder.value)
+        else:
+            return None
+    return found
 
 
 def _enclosing_scopes(ancestors: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
