@@ -1236,6 +1236,7 @@ class FunctionValues:
         moved = False  # moved before any use
         move_assigns = set()
         rebinds: dict = {}  # statement -> tracked names it binds to the value
+        kept = set()  # statements that bind a name to itself, unchanged in one arm
         for node, node_path in syntax.walk_with_paths(self.node, []):
             if node is binding:
                 started = True
@@ -1250,6 +1251,8 @@ class FunctionValues:
                 continue  # bound where a test fails, read only where it holds (or the reverse)
             assign = _storing_statement(node_path)
             if assign is not None:
+                if assign in move_assigns and assign in kept:
+                    break  # `t = t.cuda() if c else t`: moved in one arm, as `if c: t = t.cuda()` is
                 if node.value in rebinds.get(assign, ()):
                     continue
                 if assign in move_assigns:  # `t = t.to(...)`: moved before any later use
@@ -1274,6 +1277,8 @@ class FunctionValues:
                 if first_meet is None and any(self._tensor_here(e, arm_local) for e in found.met):
                     first_meet = found
             elif found.kind == ASSIGNED and found.name:
+                if found.name == node.value:
+                    kept.add(found.at)
                 bound = set(_bound_names(found.at)) or {found.name}
                 tracked |= bound
                 ndims.update(dict.fromkeys(bound, found.ndim if len(bound) == 1 else None))
