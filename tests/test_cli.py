@@ -754,3 +754,35 @@ def test_a_base_in_another_file_that_registers_attributes(tmp_path):
     r = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=DEV", "pkg"],
                        cwd=tmp_path, capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
+
+
+TRANSFORM = "class Transform:\n    def __call__(self, item):\n        return self.forward(item)\n"
+GRAPH = """import torch
+from pkg.transform import Transform
+
+
+class RadialGraph(Transform):
+    def forward(self, positions):
+        return {"positions": positions, "edges": torch.zeros(2, 8, dtype=torch.long)}
+"""
+
+
+def test_a_forward_over_a_plain_class_of_another_file(tmp_path):
+    """A class whose base the project defines as a plain class is no module: its `forward` is
+    no forward-time code. Once that base becomes a module, the cached answer is not used."""
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/transform.py": TRANSFORM,
+                     "pkg/graph.py": GRAPH})
+    for _ in range(2):  # checked, then answered through the cache
+        r = run("--isolated", "--select", "DEV003", "pkg/graph.py", cwd=tmp_path)
+        assert (r.returncode, findings(r.stdout)) == (0, []), r.stdout + r.stderr
+    # the same name imported from a package the project does not hold is of unknown kind
+    (tmp_path / "pkg" / "elsewhere.py").write_text(GRAPH.replace("from pkg.transform", "from outside"))
+    r = run("--isolated", "--no-cache", "--select", "DEV003", "pkg/elsewhere.py", cwd=tmp_path)
+    assert findings(r.stdout) == [("pkg/elsewhere.py", 7, 50, "DEV003")], r.stdout + r.stderr
+    (tmp_path / "pkg" / "transform.py").write_text("import torch\n\n\nclass Transform(torch.nn.Module):\n    pass\n")
+    r = run("--isolated", "--select", "DEV003", "pkg/graph.py", cwd=tmp_path)
+    assert findings(r.stdout) == [("pkg/graph.py", 7, 50, "DEV003")], r.stdout + r.stderr
+    # a base the project does not define is of unknown kind: a `forward` over it is a module's
+    (tmp_path / "pkg" / "transform.py").unlink()
+    r = run("--isolated", "--no-cache", "--select", "DEV003", "pkg/graph.py", cwd=tmp_path)
+    assert findings(r.stdout) == [("pkg/graph.py", 7, 50, "DEV003")], r.stdout + r.stderr

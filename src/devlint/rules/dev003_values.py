@@ -1159,6 +1159,10 @@ class FunctionValues:
                 return Verdict()  # `value = torch.tensor(value)` with `value: float`: still the number here
             if len(data) == 1 and self._comparison_not_of_arrays(data[0].value):
                 return Verdict()  # `torch.as_tensor(x > 0)`: a bool (0-dim) or a tensor kept where it is
+        if source == names.FROM_NUMPY:
+            data = syntax.positional(call)
+            if len(data) == 1 and self._scalar_expression(data[0].value):
+                return Verdict()  # `torch.from_numpy(np.pi)`: no array, so no tensor with dimensions
         found = fate(path, self.facts, self.is_tensor, self.host_tables, methods=self.methods,
                      factory_names=self.factory_names())
         if found.kind == USE and self._returned_harmlessly(found, call):

@@ -17,6 +17,7 @@ import libcst as cst
 
 from devlint.core import syntax
 from devlint.semantic import bindings
+from devlint.semantic.project import ProjectView
 from devlint.torchinfo import guards, names
 from devlint.torchinfo.torch_buffers import TORCH_MODULE_BUFFERS
 
@@ -31,7 +32,8 @@ class ClassInfo:
 
 
 class FileFacts:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, project: Optional[ProjectView] = None) -> None:
+        self.project = project  # what the file's classes inherit from other files, where known
         self.aliases: dict[str, str] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.functions: dict[str, list[cst.FunctionDef]] = {}  # module-level, by name
@@ -278,10 +280,11 @@ class FileFacts:
         seen = seen | {id(info)}
         kinds = [self._base_kind(base, by_name, seen, decided) for base in info.base_names]
         kind = _strongest([UNKNOWN if k == NAMED_MODULE else k for k in kinds])
-        if kind == UNKNOWN and NAMED_MODULE in kinds and self._acts_as_module(info):
-            kind = MODULE  # a base named like a module, and code of its own that is one
-        if kind == UNKNOWN and "forward" in info.methods and not _skips_base_init(info):
-            kind = MODULE  # a `forward` over a base of unknown kind
+        # a base named like a module and code of its own that is one, or a `forward` over a
+        # base of unknown kind: a module, unless the project defines those bases as plain classes
+        if kind == UNKNOWN and (NAMED_MODULE in kinds and self._acts_as_module(info)
+                                or "forward" in info.methods and not _skips_base_init(info)):
+            kind = NOT_MODULE if self._plain_in_project(info, by_name, seen, decided) else MODULE
         decided[id(info)] = kind
         return kind
 
@@ -313,6 +316,29 @@ class FileFacts:
                 return MODULE
             return UNKNOWN
         return NAMED_MODULE if last.endswith(names.MODULE_BASE_SUFFIXES) else UNKNOWN
+
+    def _plain_in_project(self, info: ClassInfo, by_name, seen: frozenset, decided) -> bool:
+        """Every base of the class is known to be no module, or is a plain class of the
+        project: one of this file whose own bases are, or one imported from the project's own
+        code that is plain there (`class Transform:` in another file of the package it is
+        imported from). Then no `torch.nn.Module` is among its bases."""
+        if self.project is None:
+            return False
+        for base in info.base_names:
+            if self._base_kind(base, by_name, seen, decided) == NOT_MODULE:
+                continue
+            local = [c for c in by_name.get(base, ()) if id(c) not in seen]
+            if local:
+                if not all(self._plain_in_project(c, by_name, seen | {id(c)}, decided) for c in local):
+                    return False
+                continue
+            qualified = self.resolve_dotted(base) if base is not None else None
+            if qualified is None:
+                return False  # a name of unknown origin
+            package = "." if qualified.startswith(".") else qualified.split(".")[0]
+            if not self.project.is_plain_class(package, qualified.rsplit(".", 1)[-1]):
+                return False
+        return True
 
     def from_outside_projects(self, base: str) -> bool:
         """Whether a base names a class no project defines: a builtin (`object`), or one of torch,

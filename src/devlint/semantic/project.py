@@ -1,17 +1,22 @@
 """What a file's classes inherit from the rest of its project: which classes set their tensor
 attributes as buffers through a `__setattr__` of their own or of a base, wherever in the project
 that base is defined (`class Operator(TensorAttributeMixin, nn.Module)` in one file,
-`class FiniteDifferenceOp(LinearOperator)` in another).
+`class FiniteDifferenceOp(LinearOperator)` in another); and which are plain classes, no
+module whatever their subclasses define (`class Transform:` in one file, `class
+RadialGraph(Transform)` with a `forward` in another).
 
 The project is the tree above the file up to the nearest folder with `pyproject.toml`,
 `setup.py`, `setup.cfg` or `.git` (else the folder above its top package, else its own folder).
 It is read only when a rule asks, once per process and root, with the standard library's `ast`
-(no libcst parse): the files that mention `__setattr__`, then those that mention a class found.
+(no libcst parse): the files that mention `__setattr__`, then those that mention a class found;
+for a plain class, the files of the package it is imported from that define a class of that
+name (one pass finds every file's `class` statements).
 Bases are matched by name, the way the project's code names them.
 """
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 from pathlib import Path
@@ -25,7 +30,13 @@ MAX_FILES = 10_000
 # Calls in a `__setattr__` that keep the value as a buffer or a parameter of the module.
 REGISTERING_NAMES = frozenset({"register_buffer", "register_parameter", "_buffers"})
 
-_by_root: dict[Path, frozenset[str]] = {}
+# Bases of a plain class that are no module: builtins (`object`) and these, by their last name.
+PLAIN_BASES = frozenset({"ABC", "Generic", "Protocol"})
+PLAIN_PREFIX = "plain "  # `asked` key of "is this class plain?", beside the bare names of setters
+
+_CLASS_STATEMENT = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
+
+_by_root: dict[Path, "_Project"] = {}
 
 
 class ProjectView:
@@ -41,13 +52,31 @@ class ProjectView:
         """Whether a class of this name in the project, or one of its bases there, defines a
         `__setattr__` that registers what it is given as a buffer or a parameter."""
         if class_name not in self.asked:
-            self.asked[class_name] = self.path is not None and class_name in self._setters()
+            self.asked[class_name] = self.path is not None and class_name in self._project().setters()
         return self.asked[class_name]
 
-    def _setters(self) -> frozenset[str]:
+    def is_plain_class(self, package: str, class_name: str) -> bool:
+        """Whether the project's package `package` (a folder or a module of the project; `.`
+        for a relative import: anywhere in the project) defines a class of this name, and every
+        one it defines there is plain: its bases are builtins (`object`), `ABC`, `Generic`,
+        `Protocol` or plain classes of that package, so no `torch.nn.Module` is among them."""
+        key = f"{PLAIN_PREFIX}{package} {class_name}"
+        if key not in self.asked:
+            self.asked[key] = self.path is not None and self._project().is_plain(package, class_name)
+        return self.asked[key]
+
+    def answer(self, key: str) -> bool:
+        """The answer now to a question recorded in `asked`."""
+        if key.startswith(PLAIN_PREFIX):
+            return self.is_plain_class(*key[len(PLAIN_PREFIX):].split(" ", 1))
+        return self.sets_tensor_attributes(key)
+
+    def _project(self) -> "_Project":
         if self._root is None:
             self._root = root_of(self.path)  # one walk up the folders per file, whatever it asks
-        return attribute_setters(self._root)
+        if self._root not in _by_root:
+            _by_root[self._root] = _Project(self._root)
+        return _by_root[self._root]
 
 
 def forget() -> None:
@@ -66,41 +95,84 @@ def root_of(path: Path) -> Path:
     return top
 
 
-def attribute_setters(root: Path) -> frozenset[str]:
-    if root not in _by_root:
-        _by_root[root] = _attribute_setters(root)
-    return _by_root[root]
+class _Project:
+    """One project's sources, read once, and what was worked out from them."""
 
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._sources = _python_sources(root)  # None: too large to read
+        self._trees: dict[Path, Optional[ast.Module]] = {}
+        self._setters: Optional[frozenset[str]] = None
+        self._plain: dict[str, bool] = {}
+        self._defined_in: Optional[dict[str, list[Path]]] = None  # class name -> files that define it
 
-def _attribute_setters(root: Path) -> frozenset[str]:
-    sources = _python_sources(root)
-    if sources is None:
-        return frozenset()
-    trees: dict[Path, Optional[ast.Module]] = {}
-
-    def classes(path: Path) -> list[ast.ClassDef]:
-        if path not in trees:
+    def _classes(self, path: Path) -> list[ast.ClassDef]:
+        if path not in self._trees:
             try:
-                trees[path] = ast.parse(sources[path])
+                self._trees[path] = ast.parse(self._sources[path])
             except (SyntaxError, ValueError):
-                trees[path] = None
-        tree = trees[path]
+                self._trees[path] = None
+        tree = self._trees[path]
         return [] if tree is None else [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
 
-    found = {
-        node.name for path, data in sources.items() if b"__setattr__" in data
-        for node in classes(path) if any(_registering_setattr(item) for item in node.body)
-    }
-    frontier = set(found)
-    while frontier:
-        mentioned = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(frontier)) + rb")\b")
-        subclasses = {
-            node.name for path, data in sources.items() if b"class " in data and mentioned.search(data)
-            for node in classes(path) if node.name not in found and frontier & {_last_name(b) for b in node.bases}
+    def setters(self) -> frozenset[str]:
+        if self._setters is None:
+            self._setters = self._attribute_setters()
+        return self._setters
+
+    def _attribute_setters(self) -> frozenset[str]:
+        sources = self._sources
+        if sources is None:
+            return frozenset()
+        found = {
+            node.name for path, data in sources.items() if b"__setattr__" in data
+            for node in self._classes(path) if any(_registering_setattr(item) for item in node.body)
         }
-        found |= subclasses
-        frontier = subclasses
-    return frozenset(found)
+        frontier = set(found)
+        while frontier:
+            mentioned = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(frontier)) + rb")\b")
+            subclasses = {
+                node.name for path, data in sources.items() if b"class " in data and mentioned.search(data)
+                for node in self._classes(path) if node.name not in found and frontier & {_last_name(b) for b in node.bases}
+            }
+            found |= subclasses
+            frontier = subclasses
+        return frozenset(found)
+
+    def is_plain(self, package: str, name: str) -> bool:
+        if (package, name) not in self._plain:
+            self._plain[package, name] = False  # a class among its own bases is no plain class
+            self._plain[package, name] = self._all_plain(package, name)
+        return self._plain[package, name]
+
+    def _all_plain(self, package: str, name: str) -> bool:
+        if self._sources is None:
+            return False
+        if self._defined_in is None:  # one pass over the sources, whatever is asked
+            self._defined_in = {}
+            for path, data in self._sources.items():
+                for found in set(_CLASS_STATEMENT.findall(data)):
+                    self._defined_in.setdefault(found.decode(), []).append(path)
+        definitions = [node for path in self._defined_in.get(name, ()) if self._in_package(path, package)
+                       for node in self._classes(path) if node.name == name]
+        return bool(definitions) and all(self._plain_base(package, base) for node in definitions for base in node.bases)
+
+    def _in_package(self, path: Path, package: str) -> bool:
+        """`path` is in the project's folder or module named `package` (`.`: anywhere)."""
+        if package == ".":
+            return True
+        parts = path.relative_to(self._root).parts
+        return package in parts[:-1] or parts[-1] == package + ".py"
+
+    def _plain_base(self, package: str, base: ast.expr) -> bool:
+        if isinstance(base, ast.Subscript):  # `Generic[T]`
+            base = base.value
+        name = _last_name(base)
+        if name is None:
+            return False
+        if name in PLAIN_BASES or isinstance(base, ast.Name) and hasattr(builtins, name):
+            return True
+        return self.is_plain(package, name)  # a base of the same package, matched by name
 
 
 def _registering_setattr(item: ast.stmt) -> bool:

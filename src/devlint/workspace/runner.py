@@ -385,7 +385,7 @@ class FindingCache:
             return None
         if asked:  # answered from other files of the project: only while they answer the same
             project = ProjectView(path)
-            if any(project.sets_tensor_attributes(name) != answer for name, answer in asked.items()):
+            if any(project.answer(key) != answer for key, answer in asked.items()):
                 return None
         report = FileReport(path, display, findings=[d for d in diagnostics if not d.is_file_error])
         report.error = next((d for d in diagnostics if d.is_file_error), None)
