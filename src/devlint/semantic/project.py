@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 # Folders no project keeps its own code in.
 _SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
@@ -37,6 +38,7 @@ PLAIN_PREFIX = "plain "  # `asked` key of "is this class plain?", beside the bar
 _CLASS_STATEMENT = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
 
 _by_root: dict[Path, "_Project"] = {}
+_stamps: dict[Path, Optional[str]] = {}
 
 
 class ProjectView:
@@ -46,6 +48,7 @@ class ProjectView:
     def __init__(self, path: Optional[Path]) -> None:
         self.path = path
         self.asked: dict[str, bool] = {}
+        self.stamp: Optional[str] = None  # the project's files when the answers were read (`stamp`)
         self._root: Optional[Path] = None
 
     def sets_tensor_attributes(self, class_name: str) -> bool:
@@ -71,17 +74,31 @@ class ProjectView:
             return self.is_plain_class(*key[len(PLAIN_PREFIX):].split(" ", 1))
         return self.sets_tensor_attributes(key)
 
+    def unchanged_since(self, stamp: Optional[str]) -> bool:
+        """Whether the project's files are as they were when `stamp` was taken: then every
+        answer read then still holds, and none need be read again."""
+        return stamp is not None and self.path is not None and current_stamp(root_of(self.path)) == stamp
+
     def _project(self) -> "_Project":
         if self._root is None:
             self._root = root_of(self.path)  # one walk up the folders per file, whatever it asks
         if self._root not in _by_root:
             _by_root[self._root] = _Project(self._root)
+        self.stamp = _by_root[self._root].stamp
         return _by_root[self._root]
 
 
 def forget() -> None:
     """Drop what was read of every project (a long-running server calls it when files change)."""
     _by_root.clear()
+    _stamps.clear()
+
+
+def current_stamp(root: Path) -> Optional[str]:
+    """The stamp of the project's files, taken once per process (see `_stamp`)."""
+    if root not in _stamps:
+        _stamps[root] = _stamp(root)
+    return _stamps[root]
 
 
 def root_of(path: Path) -> Path:
@@ -100,6 +117,7 @@ class _Project:
 
     def __init__(self, root: Path) -> None:
         self._root = root
+        self.stamp = _stamp(root)  # taken before the files are read: a change between reads anew
         self._sources = _python_sources(root)  # None: too large to read
         self._trees: dict[Path, Optional[ast.Module]] = {}
         self._setters: Optional[frozenset[str]] = None
@@ -190,20 +208,38 @@ def _last_name(base: ast.expr) -> Optional[str]:
     return None
 
 
+def _python_files(root: Path) -> Iterator[Path]:
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(s for s in subfolders if not s.startswith(".") and s not in _SKIPPED_FOLDERS
+                               and not os.path.exists(os.path.join(folder, s, "pyvenv.cfg")))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(folder, name)
+
+
 def _python_sources(root: Path) -> Optional[dict[Path, bytes]]:
     """The bytes of the project's `.py` files; None for a tree too large to read."""
     sources: dict[Path, bytes] = {}
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [s for s in subfolders if not s.startswith(".") and s not in _SKIPPED_FOLDERS
-                         and not os.path.exists(os.path.join(folder, s, "pyvenv.cfg"))]
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            if len(sources) >= MAX_FILES:
-                return None
-            path = Path(folder, name)
-            try:
-                sources[path] = path.read_bytes()
-            except OSError:
-                continue
+    for path in _python_files(root):
+        if len(sources) >= MAX_FILES:
+            return None
+        try:
+            sources[path] = path.read_bytes()
+        except OSError:
+            continue
     return sources
+
+
+def _stamp(root: Path) -> Optional[str]:
+    """A digest of the name, size and modification time of each of the project's `.py` files
+    (stat calls, no reading); None for a tree too large to read."""
+    entries = []
+    for path in _python_files(root):
+        if len(entries) >= MAX_FILES:
+            return None
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        entries.append(f"{path}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]

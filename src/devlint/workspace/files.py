@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from devlint.core.findings import Finding, file_error
+from devlint.semantic.project import ProjectView
 
 
 @dataclass
@@ -27,7 +28,7 @@ class FileReport:
     unfixed: list[Finding] = field(default_factory=list)  # the findings before the fixes
     baselined: int = 0  # findings a baseline hid
     unfixed_baselined: int = 0  # and before the fixes
-    asked: dict = field(default_factory=dict)  # what the check asked of the rest of the project, answered
+    project: Optional[ProjectView] = None  # what the check asked of the rest of the project, answered
 
     @property
     def diagnostics(self) -> list[Finding]:

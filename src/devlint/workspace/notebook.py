@@ -341,7 +341,7 @@ def check_data(data: bytes, path: Path, settings, display: str, fix: Optional[st
         return report
     rows = nb.row_map(nb.module)
     linter = Linter(settings, path)
-    report.asked = linter.project.asked
+    report.project = linter.project
     try:
         if fix is None:
             report.findings = [locate(f, rows) for f in linter.check(nb.module)]

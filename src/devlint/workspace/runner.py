@@ -148,7 +148,7 @@ def _check_data(data: bytes, path: Path, settings: Settings, display: Optional[s
     try:
         source, encoding = decode(data)
         linter = Linter(settings, path)
-        report.asked = linter.project.asked
+        report.project = linter.project
         if fix is None:
             report.findings = linter.check(source)
             return report
@@ -381,11 +381,12 @@ class FindingCache:
             record = json.loads((self.root / key[0][:2] / f"{key[0]}.json").read_text())
             diagnostics = [_finding_from(r) for r in record["diagnostics"]]
             asked = dict(record.get("asked", {}))
-        except (OSError, ValueError, KeyError, TypeError):
+            stamp = record.get("project")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         if asked:  # answered from other files of the project: only while they answer the same
             project = ProjectView(path)
-            if any(project.answer(key) != answer for key, answer in asked.items()):
+            if not project.unchanged_since(stamp) and any(project.answer(k) != answer for k, answer in asked.items()):
                 return None
         report = FileReport(path, display, findings=[d for d in diagnostics if not d.is_file_error])
         report.error = next((d for d in diagnostics if d.is_file_error), None)
@@ -395,7 +396,9 @@ class FindingCache:
         key = self._key(report.path)
         if key is None or report.error is not None and report.error.message.startswith("cannot read"):
             return
-        record = {"diagnostics": [_finding_to(f) for f in report.diagnostics], "asked": report.asked}
+        project = report.project
+        record = {"diagnostics": [_finding_to(f) for f in report.diagnostics],
+                  "asked": project.asked if project else {}, "project": project.stamp if project else None}
         target = self.root / key[0][:2] / f"{key[0]}.json"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
