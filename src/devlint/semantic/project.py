@@ -121,7 +121,7 @@ class _Project:
         self._sources = _python_sources(root)  # None: too large to read
         self._trees: dict[Path, Optional[ast.Module]] = {}
         self._setters: Optional[frozenset[str]] = None
-        self._plain: dict[str, bool] = {}
+        self._plain: dict[tuple[str, str], bool] = {}  # (package, class name) -> plain
         self._defined_in: Optional[dict[str, list[Path]]] = None  # class name -> files that define it
 
     def _classes(self, path: Path) -> list[ast.ClassDef]:
