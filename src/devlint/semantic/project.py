@@ -95,9 +95,9 @@ def forget() -> None:
 
 
 def current_stamp(root: Path) -> Optional[str]:
-    """The stamp of the project's files, taken once per process (see `_stamp`)."""
+    """The stamp of the project's files (see `_python_sources`), taken once per process."""
     if root not in _stamps:
-        _stamps[root] = _stamp(root)
+        _stamps[root] = _python_sources(root, read=False)[1]
     return _stamps[root]
 
 
@@ -117,8 +117,7 @@ class _Project:
 
     def __init__(self, root: Path) -> None:
         self._root = root
-        self.stamp = _stamp(root)  # taken before the files are read: a change between reads anew
-        self._sources = _python_sources(root)  # None: too large to read
+        self._sources, self.stamp = _python_sources(root)  # None: too large to read
         self._trees: dict[Path, Optional[ast.Module]] = {}
         self._setters: Optional[frozenset[str]] = None
         self._plain: dict[tuple[str, str], bool] = {}  # (package, class name) -> plain
@@ -217,29 +216,20 @@ def _python_files(root: Path) -> Iterator[Path]:
                 yield Path(folder, name)
 
 
-def _python_sources(root: Path) -> Optional[dict[Path, bytes]]:
-    """The bytes of the project's `.py` files; None for a tree too large to read."""
+def _python_sources(root: Path, read: bool = True) -> tuple[Optional[dict[Path, bytes]], Optional[str]]:
+    """The bytes of the project's `.py` files (None without `read`), and their stamp: a digest of
+    each one's name, size and modification time, taken before it is read. (None, None) for a
+    tree too large to read."""
     sources: dict[Path, bytes] = {}
-    for path in _python_files(root):
-        if len(sources) >= MAX_FILES:
-            return None
-        try:
-            sources[path] = path.read_bytes()
-        except OSError:
-            continue
-    return sources
-
-
-def _stamp(root: Path) -> Optional[str]:
-    """A digest of the name, size and modification time of each of the project's `.py` files
-    (stat calls, no reading); None for a tree too large to read."""
     entries = []
     for path in _python_files(root):
         if len(entries) >= MAX_FILES:
-            return None
+            return None, None
         try:
             info = path.stat()
+            entries.append(f"{path}:{info.st_size}:{info.st_mtime_ns}")
+            if read:
+                sources[path] = path.read_bytes()
         except OSError:
             continue
-        entries.append(f"{path}:{info.st_size}:{info.st_mtime_ns}")
-    return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
+    return (sources if read else None), hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
