@@ -162,6 +162,22 @@ class ScopeScan:
         last = syntax.last_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         return last is not None and last.lower().endswith("loader")
 
+    def _loader_given_a_device(self, call: cst.Call) -> bool:
+        """`MpDeviceLoader(loader, device)`, `DeviceDataLoader(dl, device=d)`: a call handed a
+        loader and the device a module here went to (or any device other than the CPU) wraps
+        the loader to yield its batches on that device."""
+        arguments = [a.value for a in call.args]
+        if not any(self.is_loader(a) for a in arguments if not isinstance(a, cst.Call) or self._is_data_loader(a)):
+            return False
+        moved_with = [p.device for p in self.placed.values() if p.device is not None]
+        for argument in arguments:
+            for device in (e.value for e in argument.elements) if isinstance(argument, (cst.List, cst.Tuple)) else (argument,):
+                if syntax.string_value(device) == "cpu" or (isinstance(device, cst.Name) and device.value in self.cpu_devices):
+                    continue
+                if is_device_expression(device, self.facts, self.devices) or any(device.deep_equals(m) for m in moved_with):
+                    return True
+        return False
+
     def _is_data_loader(self, call: cst.Call) -> bool:
         qualified = self.facts.resolve(call.func) or ""
         return qualified == "torch.utils.data.DataLoader" or syntax.last_name(call.func) == "DataLoader"
@@ -410,7 +426,7 @@ class ScopeScan:
             self.cpu[name] = cpu
         elif call is not None:
             method = syntax.last_name(call.func)
-            if method in names.LOADER_PREPARING_METHODS:
+            if method in names.LOADER_PREPARING_METHODS or self._loader_given_a_device(call):
                 self.loaders[name] = False
             elif self._cpu_loader_call(call) or (method == "iter" and call.args and self.is_loader(call.args[0].value)):
                 self.loaders[name] = True
