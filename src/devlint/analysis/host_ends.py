@@ -8,7 +8,10 @@ functions, the local names it is bound to, read after the binding) to a host end
 - `.numpy()`, `.tolist()`, `.item()`: on a device tensor `.numpy()` raises, and the others turn
   a host computation into a device round trip;
 - Python control flow over it: the test of an `if`/`while` or a conditional expression, what a
-  `for` iterates, an argument of `range(...)`; an argument of a numpy function (`np.amin(v)`);
+  `for` iterates, an argument of `range(...)`, its elements walked by `list`, `tuple`, `zip` or
+  `enumerate` into such a test or loop (`if list(shape) != list(expected):`); a Python number made
+  of it (`float(t.max())`, `int(n)`: `.item()` by another name); an argument of a numpy function
+  (`np.amin(v)`);
 - an index into a CPU tensor (a local name bound to a factory without `device=`, to
   `torch.from_numpy(...)` or to a `.cpu()` result): a device index into a CPU tensor raises;
 - a host copy it is combined with (`torch.stack([torch.zeros(b), lens.cpu()])`): the code
@@ -39,6 +42,9 @@ from devlint.torchinfo import names
 __all__ = ["MEETS", "host_copy", "host_end", "joins"]
 
 HOST_END_METHODS = values.HOST_METHODS - {"cpu"}  # `.cpu()` brings the value back; the others end there
+# Builtins that turn a tensor into a Python number, and those that walk its elements in Python.
+_HOST_NUMBERS = frozenset({"float", "int", "bool", "complex"})
+_PYTHON_ITERATION = frozenset({"list", "tuple", "zip", "enumerate", "sorted", "reversed"})
 # Nodes that only wrap their child where it stands (an argument, an element, an index).
 _WRAPPERS = (cst.Arg, cst.Element, cst.StarredElement, cst.ComparisonTarget)
 
@@ -201,8 +207,12 @@ def _climb(path: Sequence[cst.CSTNode], facts, cpu_tensors: set[str]):
             i -= 1
             continue
         if isinstance(parent, cst.Call) and parent.func is not cur:  # an argument
-            if isinstance(parent.func, cst.Name) and parent.func.value == "range" and facts.resolve(parent.func) is None:
-                return cur
+            builtin = parent.func.value if isinstance(parent.func, cst.Name) and facts.resolve(parent.func) is None else None
+            if builtin in _HOST_NUMBERS or builtin == "range":
+                return cur  # `float(t.max())` is `.item()`: a Python number
+            if builtin in _PYTHON_ITERATION:
+                i -= 1  # `list(t) != list(s)`, `zip(a, b)`: its elements, read one by one in Python
+                continue
             if (facts.resolve(parent.func) or "").startswith("numpy."):
                 return cur  # `np.amin(lengths)`: numpy reads it on the host
             if (facts.resolve(parent.func) or "").startswith("torch."):

@@ -682,6 +682,24 @@ def _empty_shape(call: cst.Call, source: str) -> bool:
     return isinstance(shape, (cst.List, cst.Tuple)) and not shape.elements
 
 
+_ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.AugAssign)
+
+
+def _no_elements(call: cst.Call, source: str) -> bool:
+    """`torch.empty(0)`, `torch.zeros(0, d)`, `torch.zeros((0, d))`, `torch.tensor([])`: a tensor
+    with a dimension of size 0 holds no element."""
+    positional = syntax.positional(call)
+    if source in ("torch.tensor", names.AS_TENSOR):
+        return bool(positional) and isinstance(positional[0].value, cst.List) and not positional[0].value.elements
+    if source not in _SHAPED_FACTORIES:
+        return False
+    given = syntax.keyword(call, "size")
+    sizes = [given.value] if given is not None else [a.value for a in positional[:1 if source == "torch.full" else None]]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.List, cst.Tuple)):
+        sizes = [e.value for e in sizes[0].elements]
+    return any(isinstance(size, cst.Integer) and size.value == "0" for size in sizes)
+
+
 def _is_default(func: cst.Attribute, call: cst.Call, arg: cst.Arg) -> bool:
     """`d.get(key, DEFAULT)` / `d.pop(key, DEFAULT)`: arg is the default."""
     if func.attr.value not in _DEFAULT_RETURNING:
@@ -1132,6 +1150,17 @@ class FunctionValues:
 
     def verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
+        found = self._verdict(call, source, path)
+        if not _no_elements(call, source):
+            return found
+        # `torch.empty(0)` in arithmetic broadcasts to an empty result on any device: code that
+        # reads it so fills the slot first (`dvxdy[i][j]` of `[[torch.empty(0)] * n] * n`), while a
+        # join (`torch.cat([acc, x])`, the accumulator idiom) does meet it, and is still flagged
+        forward_use, meeting = (None if use is not None and isinstance(use.at, _ARITHMETIC) else use
+                                for use in (found.forward_use, found.meeting))
+        return Verdict(forward_use, meeting, moved=found.moved)
+
+    def _verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         parent = path[-2] if path[-1] is call else path[-1]
         if _empty_shape(call, source) and not isinstance(parent, (cst.Attribute, cst.Subscript)):
             # `torch.empty([])`: a 0-dim CPU scalar mixes with tensors on any device (not
