@@ -1,5 +1,6 @@
 """Write `src/devlint/torchinfo/torch_buffers.py`: for each module class torch.nn exports, the buffers its
-`__init__` (or a base class's in torch) registers by name. The static pass never imports torch;
+`__init__` (or a base class's in torch) registers by name, and the same for torch's own base classes
+under their full names (`torch.nn.modules.batchnorm._BatchNorm`). The static pass never imports torch;
 it reads this table to know that `self.weight = w` in a subclass of `nn.BCELoss` sets the buffer
 the base registered, not a plain attribute. `tests/test_torch_buffers.py` pins the table to the
 installed torch.
@@ -44,7 +45,12 @@ def buffers() -> dict[str, list[str]]:
                 names |= _registered(base)
         if names:
             table[f"torch.nn.{name}"] = sorted(names)
-    return table
+        for base in cls.__mro__[1:]:  # torch's own bases, private ones too (`_BatchNorm`), by full name
+            if base.__module__.startswith("torch.nn.modules."):
+                inherited = set().union(*(_registered(b) for b in base.__mro__ if b.__module__.startswith("torch.")))
+                if inherited:
+                    table[f"{base.__module__}.{base.__qualname__}"] = sorted(inherited)
+    return dict(sorted(table.items()))
 
 
 def render() -> str:

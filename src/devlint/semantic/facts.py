@@ -184,7 +184,8 @@ class FileFacts:
         for base in info.node.bases:
             qualified = self.resolve(base.value) or ""
             if qualified.startswith("torch.nn."):
-                found |= TORCH_MODULE_BUFFERS.get("torch.nn." + qualified.rsplit(".", 1)[-1], frozenset())
+                found |= TORCH_MODULE_BUFFERS.get(qualified) or TORCH_MODULE_BUFFERS.get(
+                    "torch.nn." + qualified.rsplit(".", 1)[-1], frozenset())
         return found
 
     def _over_lineage(self, node: cst.ClassDef, cache: dict, own) -> frozenset[str]:

@@ -28,4 +28,10 @@ TORCH_MODULE_BUFFERS = {
     'torch.nn.NLLLoss': frozenset({'weight'}),
     'torch.nn.NLLLoss2d': frozenset({'weight'}),
     'torch.nn.SyncBatchNorm': frozenset({'num_batches_tracked', 'running_mean', 'running_var'}),
+    'torch.nn.modules.batchnorm._BatchNorm': frozenset({'num_batches_tracked', 'running_mean', 'running_var'}),
+    'torch.nn.modules.batchnorm._LazyNormBase': frozenset({'num_batches_tracked', 'running_mean', 'running_var'}),
+    'torch.nn.modules.batchnorm._NormBase': frozenset({'num_batches_tracked', 'running_mean', 'running_var'}),
+    'torch.nn.modules.instancenorm._InstanceNorm': frozenset({'num_batches_tracked', 'running_mean', 'running_var'}),
+    'torch.nn.modules.loss.NLLLoss': frozenset({'weight'}),
+    'torch.nn.modules.loss._WeightedLoss': frozenset({'weight'}),
 }
