@@ -68,6 +68,7 @@ class _Contents:
     nested: bool = False  # items in inner containers (no fix: the wrapper takes modules only)
     bad_keys: bool = False  # a key a ModuleDict may refuse (not a string literal without ".")
     names: set[str] = field(default_factory=set)  # local names put in it
+    added_in: list = field(default_factory=list)  # (that method's `stored`, local name) for each named item put in
     passed_on: bool = False  # wrapped into an nn container, or given to a module, in the class
     drawn_from: set[str] = field(default_factory=set)  # `self.NAME`s whose items were put in it
     stateful: bool = False  # an item with parameters, buffers or a training mode (not `nn.ReLU()`)
@@ -270,9 +271,11 @@ class ModuleInPlainContainer(Rule):
             self._add(contents, item.body, env, key, depth)
             self._add(contents, item.orelse, env, key, depth)
             return
+        frame = self._frame()
         if isinstance(item, cst.Name):
             contents.names.add(item.value)
-        frame = self._frame()
+            if frame is not None:
+                contents.added_in.append((self._methods[frame].stored, item.value))
         if frame is not None:  # `unique.append(layer)` in `for layer in self.layers:`
             contents.drawn_from |= self._refs(item, frame, self._methods[frame])[0]
         kind = self._built(item, env)
@@ -442,6 +445,12 @@ class ModuleInPlainContainer(Rule):
         elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) == 3 \
                 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == frame.self_name:
             registered = node.args[2]
+        elif isinstance(func, cst.Name) and not syntax.has_star_args(node):
+            # `set_deep_attr(self, "blocks.0.hook", wrapper)`: a function of this file that
+            # hands that argument to `setattr` puts it into the module tree by hand
+            positional = syntax.positional(node)
+            registered = next((positional[i] for definition in self.facts.module_functions(func.value)
+                               for i in _set_as_attribute(definition) if i < len(positional)), None)
         if registered is not None:
             self._passed_on(registered.value, frame, klass, method)
             if isinstance(registered.value, cst.Name):
@@ -544,7 +553,8 @@ class ModuleInPlainContainer(Rule):
             if name in klass.added:
                 _merge(contents, klass.added[name])
             if not contents.kinds or candidate.contents.passed_on or name in klass.passed_on or not contents.stateful \
-                    or contents.names & candidate.method.stored:
+                    or contents.names & candidate.method.stored \
+                    or any(name_ in stored for stored, name_ in contents.added_in):
                 unfixable.add(name)
                 continue
             wrapper, fix = self._fix(candidate, contents, klass, name)
@@ -608,6 +618,17 @@ class ModuleInPlainContainer(Rule):
 MAX_USES_SHOWN = 3  # forward-time uses a finding names
 
 
+def _set_as_attribute(function: cst.FunctionDef) -> list[int]:
+    """The positions of the parameters the function hands to `setattr(obj, name, PARAM)`."""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    found = []
+    for node in syntax.walk(function.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr" \
+                and len(node.args) == 3 and isinstance(node.args[2].value, cst.Name) and node.args[2].value.value in params:
+            found.append(params.index(node.args[2].value.value))
+    return found
+
+
 def _wrapped(value: cst.BaseExpression, wrapper: cst.BaseExpression) -> cst.Call:
     """`[...]` -> `nn.ModuleList([...])`, `list(gen)` -> `nn.ModuleList(gen)`, `[]` -> `nn.ModuleList()`."""
     if isinstance(value, (cst.List, cst.Dict)) and not value.elements and not value.lpar:
@@ -663,6 +684,7 @@ def _merge(into: _Contents, other: _Contents, nested_pairs: bool = False) -> Non
     into.kinds |= other.kinds
     into.stateful |= other.stateful
     into.names |= other.names
+    into.added_in += other.added_in
     into.other |= other.other
     into.bad_keys |= other.bad_keys or nested_pairs
     into.nested |= other.nested and not nested_pairs
