@@ -127,6 +127,7 @@ class ModuleInPlainContainer(Rule):
         self._module_classes: Optional[set[str]] = None
         self._stateless_classes: dict[int, bool] = {}  # id of a ClassInfo -> it holds no state
         self._file_reads: Optional[set[str]] = None  # attribute names the file reads anywhere
+        self._setattr_positions: dict[str, list[int]] = {}  # same-file function -> what it hands to setattr
 
     # --- what is built here ----------------------------------------------------------------
     def _built(self, expr: cst.BaseExpression, env: dict[str, _Local]) -> Optional[str]:
@@ -449,8 +450,10 @@ class ModuleInPlainContainer(Rule):
             # `set_deep_attr(self, "blocks.0.hook", wrapper)`: a function of this file that
             # hands that argument to `setattr` puts it into the module tree by hand
             positional = syntax.positional(node)
-            registered = next((positional[i] for definition in self.facts.module_functions(func.value)
-                               for i in _set_as_attribute(definition) if i < len(positional)), None)
+            if func.value not in self._setattr_positions:
+                self._setattr_positions[func.value] = [
+                    i for definition in self.facts.module_functions(func.value) for i in _set_as_attribute(definition)]
+            registered = next((positional[i] for i in self._setattr_positions[func.value] if i < len(positional)), None)
         if registered is not None:
             self._passed_on(registered.value, frame, klass, method)
             if isinstance(registered.value, cst.Name):
