@@ -8,10 +8,10 @@ functions, the local names it is bound to, read after the binding) to a host end
 - `.numpy()`, `.tolist()`, `.item()`: on a device tensor `.numpy()` raises, and the others turn
   a host computation into a device round trip;
 - Python control flow over it: the test of an `if`/`while` or a conditional expression, what a
-  `for` iterates, an argument of `range(...)`, its elements walked by `list`, `tuple`, `zip` or
-  `enumerate` into such a test or loop (`if list(shape) != list(expected):`); a Python number made
-  of it (`float(t.max())`, `int(n)`: `.item()` by another name); an argument of a numpy function
-  (`np.amin(v)`);
+  `for` iterates, an argument of `range(...)`, its elements walked by `list`, `tuple`, `zip`,
+  `enumerate`, `sorted` or `reversed` into such a test or loop (`if list(shape) != list(expected):`);
+  a Python number made of it (`float(t.max())`, `int(n)`, `bool`, `complex`: `.item()` by another
+  name); an argument of a numpy function (`np.amin(v)`);
 - an index into a CPU tensor (a local name bound to a factory without `device=`, to
   `torch.from_numpy(...)` or to a `.cpu()` result): a device index into a CPU tensor raises;
 - a host copy it is combined with (`torch.stack([torch.zeros(b), lens.cpu()])`): the code

@@ -674,12 +674,18 @@ _SHAPED_FACTORIES = frozenset("torch." + n for n in "zeros ones empty full rand 
 def _empty_shape(call: cst.Call, source: str) -> bool:
     """`torch.zeros(())`, `torch.empty([])`, `torch.full((), v)`: the shape is empty, the
     tensor 0-dim."""
+    sizes = _size_arguments(call, source)
+    return sizes is not None and len(sizes) == 1 and isinstance(sizes[0], (cst.List, cst.Tuple)) and not sizes[0].elements
+
+
+def _size_arguments(call: cst.Call, source: str) -> Optional[list[cst.BaseExpression]]:
+    """What a shaped factory is given as its size: `size=`, else its positional sizes (the
+    first only for `torch.full`, whose second is the fill value); None for another source."""
     if source not in _SHAPED_FACTORIES:
-        return False
+        return None
     given = syntax.keyword(call, "size")
     positional = syntax.positional(call)
-    shape = given.value if given is not None else positional[0].value if positional else None
-    return isinstance(shape, (cst.List, cst.Tuple)) and not shape.elements
+    return [given.value] if given is not None else [a.value for a in positional[:1 if source == "torch.full" else None]]
 
 
 _ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.AugAssign)
@@ -688,13 +694,12 @@ _ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Comp
 def _no_elements(call: cst.Call, source: str) -> bool:
     """`torch.empty(0)`, `torch.zeros(0, d)`, `torch.zeros((0, d))`, `torch.tensor([])`: a tensor
     with a dimension of size 0 holds no element."""
-    positional = syntax.positional(call)
     if source in ("torch.tensor", names.AS_TENSOR):
+        positional = syntax.positional(call)
         return bool(positional) and isinstance(positional[0].value, cst.List) and not positional[0].value.elements
-    if source not in _SHAPED_FACTORIES:
+    sizes = _size_arguments(call, source)
+    if sizes is None:
         return False
-    given = syntax.keyword(call, "size")
-    sizes = [given.value] if given is not None else [a.value for a in positional[:1 if source == "torch.full" else None]]
     if len(sizes) == 1 and isinstance(sizes[0], (cst.List, cst.Tuple)):
         sizes = [e.value for e in sizes[0].elements]
     return any(isinstance(size, cst.Integer) and size.value == "0" for size in sizes)
@@ -1156,9 +1161,10 @@ class FunctionValues:
         # `torch.empty(0)` in arithmetic broadcasts to an empty result on any device: code that
         # reads it so fills the slot first (`dvxdy[i][j]` of `[[torch.empty(0)] * n] * n`), while a
         # join (`torch.cat([acc, x])`, the accumulator idiom) does meet it, and is still flagged
-        forward_use, meeting = (None if use is not None and isinstance(use.at, _ARITHMETIC) else use
-                                for use in (found.forward_use, found.meeting))
-        return Verdict(forward_use, meeting, moved=found.moved)
+        def deciding(use: Optional[Fate]) -> Optional[Fate]:
+            return None if use is not None and isinstance(use.at, _ARITHMETIC) else use
+
+        return Verdict(deciding(found.forward_use), deciding(found.meeting), moved=found.moved)
 
     def _verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         parent = path[-2] if path[-1] is call else path[-1]

@@ -27,10 +27,10 @@ class NumpyOnDeviceTensor(Rule):
 
     def _call(self, scan: ScopeScan, call: cst.Call) -> None:
         func = call.func
-        force = syntax.keyword(call, "force")
-        if force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False"):
-            return  # `.numpy(force=True)` copies to the CPU first
         if isinstance(func, cst.Attribute) and func.attr.value == "numpy":
+            force = syntax.keyword(call, "force")
+            if force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False"):
+                return  # `.numpy(force=True)` copies to the CPU first
             evidence = placement_evidence(scan.placement_of(func.value))
             if evidence is not None:  # placed, and where is known: a finding names it
                 self._numpy_calls[scan].append((call, evidence))

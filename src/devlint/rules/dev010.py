@@ -10,6 +10,7 @@ from devlint.analysis import values
 from devlint.analysis.parameters import tensor_parameters
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import syntax
+from devlint.semantic import bindings
 from devlint.torchinfo import names
 from devlint.torchinfo.tensor_members import TENSOR_MEMBERS
 
@@ -67,7 +68,7 @@ class DiscardedMove(Rule):
         # whether the move works (nothing else could ever read its result)
         flagged = [s for s in moves if scope.is_tensor(s.value.func.value)
                    and not _made_here(s.value.func.value, self.facts)
-                   and not _made_as_moved(s.value, body, self.facts)]
+                   and not _made_as_moved(s.value, func if func is not None else body, self.facts)]
         # Moved back, a tensor meets the scope's CPU-made tensors on the new device: safe only
         # when each of those is moved back by a fix here too.
         fixed_keys = {_key(s.value.func.value) for s in flagged}
@@ -338,18 +339,16 @@ def _made_here(expr: cst.BaseExpression, facts) -> bool:
         or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self")
 
 
-def _made_as_moved(call: cst.Call, body: cst.CSTNode, facts) -> bool:
-    """`t.to(q.dtype)` where the scope binds `t` once, to a factory given `dtype=q.dtype` (or
+def _made_as_moved(call: cst.Call, scope: cst.CSTNode, facts) -> bool:
+    """`t.to(q.dtype)` where the scope (a function, or the module) binds `t` once, to a factory given `dtype=q.dtype` (or
     `device=`) for each thing the move names: the move would return `t` itself, so dropping it
     loses nothing."""
     receiver = call.func.value
     if not isinstance(receiver, cst.Name) or call.func.attr.value != "to" or not call.args:
         return False
-    bindings = [node.value for node in syntax.walk(body) if isinstance(node, cst.Assign)
-                for target in node.targets for name in syntax.unpacked_targets(target.target)
-                if isinstance(name, cst.Name) and name.value == receiver.value]
-    if len(bindings) != 1 or not isinstance(bindings[0], cst.Call) or facts.is_tensor_source(bindings[0]) is None:
+    bound = bindings.scope_values(scope, receiver.value)
+    if bound is None or len(bound) != 1 or not isinstance(bound[0], cst.Call) or facts.is_tensor_source(bound[0]) is None:
         return False
-    made_with = [arg.value for arg in bindings[0].args if arg.keyword is not None and arg.keyword.value in ("dtype", "device")]
+    made_with = [arg.value for arg in bound[0].args if arg.keyword is not None and arg.keyword.value in ("dtype", "device")]
     return all(any(arg.value.deep_equals(given) for given in made_with) for arg in call.args
                if arg.keyword is None or arg.keyword.value in ("dtype", "device"))
