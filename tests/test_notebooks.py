@@ -405,3 +405,26 @@ def test_cells_are_one_scope_for_placements(tmp_path):
     (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     r = devlint("nb.ipynb", "--select", "DEV007", cwd=tmp_path)
     assert [line.split(" DEV")[0] for line in r.stdout.splitlines() if "DEV007" in line] == ["nb.ipynb:cell 7:2:11:"]
+
+
+def test_a_function_of_a_later_cell_reads_the_moved_loader_as_the_module_level_left_it(tmp_path):
+    """Tensors moved under a CUDA test in one cell, a loader over them in the next, and a function
+    that moves its model and reads the global loader in a third: the batches are moved there too.
+    A loader the same cells build over CPU tensors still yields CPU batches in the function."""
+    cells = [
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader, TensorDataset",
+        "train_x, train_y = torch.randn(100, 3), torch.randn(100)\n"
+        "if torch.cuda.is_available():\n    train_x, train_y = train_x.cuda(), train_y.cuda()",
+        "train_loader = DataLoader(TensorDataset(train_x, train_y), batch_size=8)\n"
+        "cpu_loader = DataLoader(TensorDataset(torch.randn(10, 3)), batch_size=2)",
+        "def train(model):\n    if torch.cuda.is_available():\n        model = model.cuda()\n"
+        "    for xb, yb in train_loader:\n        model(xb)\n    for (xb,) in cpu_loader:\n        model(xb)",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
+                  for c in cells],
+        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    r = devlint("nb.ipynb", "--select", "DEV007", cwd=tmp_path)
+    assert [line.split(" DEV")[0] for line in r.stdout.splitlines() if "DEV007" in line] == ["nb.ipynb:cell 4:7:15:"]

@@ -15,20 +15,35 @@ from devlint.core import syntax
 
 def module_placements(facts) -> dict[str, Placement]:
     """The modules the file's module-level code leaves on an accelerator, by name: a script's
-    `model = Net().to(device)`, read as a global by the file's functions. Worked out once a file."""
-    found = facts.memo.get("module_placements")
+    `model = Net().to(device)`, read as a global by the file's functions."""
+    return _module_level(facts)[0]
+
+
+def module_moved_loaders(facts) -> frozenset:
+    """The loaders the file's module-level code builds to yield their batches on a device (over
+    moved tensors, wrapped with a device, prepared by a framework), by name: a notebook's
+    `test_loader = DataLoader(TensorDataset(test_x, test_y))` after `test_x = test_x.cuda()`,
+    read as a global by the file's functions, yields moved batches there too."""
+    return _module_level(facts)[1]
+
+
+def _module_level(facts) -> tuple[dict[str, Placement], frozenset]:
+    """The module level's placed modules and moved loaders. Worked out once a file."""
+    found = facts.memo.get("module_level")
     if found is None:
         module = facts.module
         events = [("for", n) if isinstance(n, cst.For) else ("expr", n) if isinstance(n, cst.Expr) else ("bind", n)
                   for n in _statements(module.body) if isinstance(n, (cst.For, cst.Expr, cst.Assign, cst.AnnAssign))]
         scan = ScopeScan(facts).replay(module, events, [])
+        loaders = frozenset(name for name, cpu in scan.loaders.items() if not cpu)
         if any(name not in scan.modules for name in scan.placed):
             # a moved name the module level calls is a module (`model = model.to(d)`, then `model(x)`):
             # only then are the module level's expressions walked for calls
             calls = [("call", n) for kind, statement in events for n in syntax.walk_expressions(statement)
                      if isinstance(n, cst.Call)]
             scan = ScopeScan(facts).replay(module, calls + events, [])
-        found = facts.memo["module_placements"] = {n: p for n, p in scan.placed.items() if n in scan.modules}
+        modules = {n: p for n, p in scan.placed.items() if n in scan.modules}
+        found = facts.memo["module_level"] = (modules, loaders)
     return found
 
 

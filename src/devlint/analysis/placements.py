@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from devlint.analysis.outer_placements import attribute_placements, module_placements
+from devlint.analysis.outer_placements import attribute_placements, module_moved_loaders, module_placements
 from devlint.analysis.scope_scan import (  # noqa: F401 (the scan's names, for the rules)
     DATASET, FACTORY, HOST, LOADER, TOKENIZER, CpuValue, ScopeScan,
 )
@@ -113,9 +113,10 @@ class ScopePlacements(Analysis):
             root = self.ctx.function.node if self.ctx.function is not None else self.ctx.ancestors[0]
             frame = self.ctx.function
             outer = module_placements(self.facts) if frame is not None else None
+            outer_loaders = module_moved_loaders(self.facts) if frame is not None else frozenset()
             self_name, attributes = self._class_placements(frame)
             scope.scan = ScopeScan(self.facts).replay(root, scope.events, self._on_call, self._on_operator,
-                                                      outer, attributes, self_name)
+                                                      outer, attributes, self_name, outer_loaders)
         return scope.scan
 
     def _record(self, kind: str, node: cst.CSTNode) -> None:

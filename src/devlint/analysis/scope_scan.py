@@ -229,14 +229,15 @@ class ScopeScan:
     # --- the scan ----------------------------------------------------------------------------
     def replay(self, scope: cst.CSTNode, events: list, on_call: list[Callable[["ScopeScan", cst.Call], None]],
                on_operator: tuple = (), outer: Optional[dict] = None, attributes: Optional[dict] = None,
-               self_name: Optional[str] = None) -> "ScopeScan":
+               self_name: Optional[str] = None, outer_loaders: frozenset = frozenset()) -> "ScopeScan":
         """Follow the scope's recorded events in evaluation order; each call is also handed to
         `on_call` (the rules' own questions), with the scan as it stands at that call. For a
-        function, `outer`: the modules the module level placed; for a method, `self_name` and
+        function, `outer` and `outer_loaders`: the modules the module level placed and the loaders
+        it built to yield moved batches; for a method, `self_name` and
         `attributes`: its `self` and the modules its class placed (devlint.analysis.outer_placements)."""
         self.root = scope
         if isinstance(scope, cst.FunctionDef):
-            self._enter_function(scope, events, outer or {})
+            self._enter_function(scope, events, outer or {}, outer_loaders)
             self.self_name, self.attributes = self_name, attributes or {}
         # names the scope calls (`model(x)`): a tensor is not callable, so one moved is a module
         self.called = {node.func.value for kind, node in events if kind == "call" and isinstance(node.func, cst.Name)}
@@ -256,9 +257,10 @@ class ScopeScan:
                     listener(self, node)
         return self
 
-    def _enter_function(self, function: cst.FunctionDef, events: list, outer: dict) -> None:
+    def _enter_function(self, function: cst.FunctionDef, events: list, outer: dict, outer_loaders: frozenset) -> None:
         """What a function knows before its first statement: the modules the module level placed
-        that it reads as globals (it binds no name of theirs), the modules its class placed as
+        and the loaders it built to yield moved batches, that it reads as globals (it binds no name
+        of theirs), the modules its class placed as
         `self.NAME`, and which names are modules (a parameter annotated as one, a name given
         nn.Module's own methods: `model.eval()`)."""
         local = {p.name.value for p in syntax.all_params(function.params)}
@@ -275,6 +277,8 @@ class ScopeScan:
             if name not in local:
                 self.outer[name] = self.placed[name] = placement
                 self.modules.add(name)
+        for name in outer_loaders - local:
+            self.loaders[name] = False
         for param in syntax.all_params(function.params):
             if param.annotation is not None and self._module_annotation(param.annotation.annotation):
                 self.module_names.add(param.name.value)
