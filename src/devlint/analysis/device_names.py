@@ -16,7 +16,8 @@ class DeviceNames(Analysis):
         "__main__":`), and not the fallback of `device` itself (`device = device or
         torch.device("cuda")`), nor the target of the loop whose iterable holds the node (`for
         device in [torch.device("cuda")]`: there `device` is unbound, or a previous loop's last
-        item), nor torch's device class imported under that name (`from torch import device`),
+        item), nor the target of a loop around the node over listed devices (`for device in ["cpu",
+        "cuda"]:` takes each in turn, where the literal picks one), nor torch's device class imported under that name (`from torch import device`),
         nor a name bound only to hardcoded accelerators (`device = "cuda:1"`: writing it changes
         nothing, or sends the value to another GPU)."""
         ctx = self.ctx
@@ -32,6 +33,8 @@ class DeviceNames(Analysis):
                 break
         if not name_bound_at("device", ctx.ancestors):
             return False
+        if any(_sweeps_listed_devices(node, self.facts) for node in ctx.ancestors):
+            return False  # `for device in ["cpu", "cuda"]:` takes each in turn; the literal stays one
         bound = bound_values("device", ctx.ancestors)
         if bound and all(_hardcoded_accelerator(value, self.facts) for value in bound):
             return False  # `device = "cuda"` (or `"cuda:1"`): the same hardcoded choice, or another GPU
@@ -46,3 +49,21 @@ def _hardcoded_accelerator(value: cst.BaseExpression, facts) -> bool:
         first = syntax.positional(value)[:1]
         value = first[0].value if first else None
     return value is not None and syntax.is_cuda_literal(value)
+
+
+def _sweeps_listed_devices(node: cst.CSTNode, facts) -> bool:
+    """A loop whose target is `device` over a list or tuple written out as device literals
+    (`for device in ["cpu", "cuda"]:`, `[torch.device("cpu"), torch.device("cuda")]`)."""
+    if not isinstance(node, (cst.For, cst.CompFor)) or not isinstance(node.iter, (cst.List, cst.Tuple, cst.Set)):
+        return False
+    if not any(isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node.target)):
+        return False
+    items = [e.value for e in node.iter.elements if not isinstance(e, cst.StarredElement)]
+    return bool(items) and len(items) == len(node.iter.elements) and all(_device_literal(i, facts) for i in items)
+
+
+def _device_literal(value: cst.BaseExpression, facts) -> bool:
+    if isinstance(value, cst.Call) and facts.resolve(value.func) == "torch.device":
+        first = syntax.positional(value)[:1]
+        value = first[0].value if first else None
+    return value is not None and syntax.string_value(value) is not None

@@ -355,6 +355,22 @@ def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], fac
     return False
 
 
+def maybe_not_a_tensor(name: str, function: cst.FunctionDef, path: Sequence[cst.CSTNode], facts) -> bool:
+    """Whether the function tests `name` for a tensor (`if torch.is_tensor(sigma) and ...:`,
+    `isinstance(t, Tensor)`; not in an `assert`) and `path` does not stand in the arm where that
+    test passed: the test says the name may hold something else there (a number), whose `.device`
+    raises."""
+    asserted = [n for n in syntax.walk(function.body) if isinstance(n, cst.Assert)]
+    tests = [n for n in syntax.walk(function.body) if isinstance(n, cst.Call) and tested_as_tensor(n, facts) == name
+             and not any(n in set(syntax.walk(a.test)) for a in asserted)]
+    if not tests:
+        return False
+    for holder, arm in zip(path, path[1:]):
+        if isinstance(holder, (cst.IfExp, cst.If)) and arm is holder.body and _tensor_test(holder.test, name, facts):
+            return False
+    return True
+
+
 def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
     """True for `isinstance(name, torch.Tensor)` or `torch.is_tensor(name)`, False for their
     `not` and for a test that holds only for what is no tensor (`isinstance(name, int)`, a

@@ -35,6 +35,8 @@ class ScopeScan:
     tensors: set = field(default_factory=set)  # names bound to what a tensor method returns: not devices
     scalars: set = field(default_factory=set)  # names bound to Python numbers (`n = x.shape[-1]`)
     devices: set = field(default_factory=set)  # names bound to a device (`torch.device(...)`, `"cuda:0"`, `x.device`)
+    # names bound to a tensor's device (`device = x.device`): where that tensor was then (None: not known)
+    tensor_devices: dict = field(default_factory=dict)
     loaded: set = field(default_factory=set)  # placed names bound to `torch.load(p)`: placed only as modules
     # across the file's scopes: modules the module level placed (for a function that reads the
     # global), and modules the class's methods placed as `self.NAME` (for the other methods)
@@ -87,6 +89,8 @@ class ScopeScan:
             name = device.value
             if name in self.cpu_devices or name in self.cpu or name in self.factories:
                 return None  # a CPU device, or a CPU tensor's
+            if name in self.tensor_devices:
+                return self.tensor_devices[name]  # `device = x.device`, then `.to(device)`: where x was
             if name in self.placed and name not in self.modules:
                 return self.placed[name]  # `.to(x)`: where x is
             if name in self.tensors:
@@ -340,7 +344,8 @@ class ScopeScan:
         if not isinstance(target, cst.Name):
             return
         name = target.value
-        for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets, self.dataset_calls):
+        for table in (self.placed, self.factories, self.cpu, self.loaders, self.datasets, self.dataset_calls,
+                      self.tensor_devices):
             table.pop(name, None)
         for group in (self.modules, self.losses, self.cpu_devices, self.tensors, self.scalars, self.devices, self.loaded):
             group.discard(name)
@@ -452,6 +457,9 @@ class ScopeScan:
             self.tensors.add(name)
         elif is_device_expression(value, self.facts, self.devices):
             self.devices.add(name)
+            if isinstance(value, cst.Attribute) and value.attr.value == "device" and isinstance(value.value, cst.Name) \
+                    and value.value.value not in _SETTINGS:
+                self.tensor_devices[name] = self.placement_of(value.value)
         elif values.is_python_scalar(value, self.facts, lambda: frozenset(self.scalars)):
             self.scalars.add(name)
 

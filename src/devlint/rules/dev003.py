@@ -8,7 +8,7 @@ import libcst as cst
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import MEETS, host_copy, host_end, joins
-from devlint.analysis.parameters import is_derived, not_a_tensor_here
+from devlint.analysis.parameters import is_derived, maybe_not_a_tensor, not_a_tensor_here
 from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
@@ -80,8 +80,10 @@ class FactoryWithoutDevice(Rule):
                 if related is None:  # no evidence to name: no finding
                     continue
                 param = function.first_used_param(path)
-                # where a failed `isinstance(p, Tensor)` test guards the call, `p.device` is no device
-                usable = param if param and not not_a_tensor_here(cst.Name(param), path, self.facts) else None
+                # where a failed `isinstance(p, Tensor)` test guards the call, or one the function
+                # makes elsewhere says p may be a number, `p.device` is no device
+                usable = param if param and not not_a_tensor_here(cst.Name(param), path, self.facts) \
+                    and not maybe_not_a_tensor(param, node, path, self.facts) else None
                 ends = (host_end(node, call, self.facts) or host_copy(node, usable, self.facts)) if usable else None
                 message, fix = _message(call, source, usable, ends), _fix(call, source, usable, ends, path)
                 reports.append((call, message, fix, related))
@@ -132,7 +134,7 @@ def _meeting(key) -> bool:
 def _on_the_cpu_arm(path, params) -> bool:
     """Whether the call is in the arm of an `if` (or a conditional expression) taken only when a
     tensor parameter is on the CPU: `if x.device == torch.device("cpu"):`, `x.device.type ==
-    "cpu"`, `not x.is_cuda`, the `else` of `x.device.type == "cuda"` and of `if x.is_cuda or
+    "cpu"`, `not x.is_cuda`, `x.get_device() < 0`, the `else` of `x.device.type == "cuda"` and of `if x.is_cuda or
     other:`, the body of `if x.is_cpu and other:`. There every tensor it can meet is on the CPU
     too."""
     for holder, arm in zip(path, path[1:]):
@@ -172,6 +174,8 @@ def _cpu_test(test: cst.BaseExpression, params) -> bool | None:
         return {"is_cpu": True, "is_cuda": False}.get(test.attr.value)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if _device_index_of_parameter(test.left, params):
+            return _holds_for_cpu_index(operator, _integer(right))
         if isinstance(operator, (cst.Equal, cst.NotEqual)) and _device_of_parameter(test.left, params):
             named = _named_device(right)
             # `x.device.type == "cuda"` reads as `x.is_cuda` (not `x.device == "cuda"`: a
@@ -193,6 +197,35 @@ def _device_of_parameter(expr: cst.BaseExpression, params) -> bool:
     if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
         expr = expr.value
     return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and _parameter_member(expr.value, params)
+
+
+def _device_index_of_parameter(expr: cst.BaseExpression, params) -> bool:
+    """`x.get_device()` of a parameter x: -1 for a CPU tensor, the GPU's ordinal otherwise."""
+    return isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+        and expr.func.attr.value == "get_device" and _parameter_member(expr.func.value, params)
+
+
+def _holds_for_cpu_index(operator, bound: int | None) -> bool | None:
+    """Whether `x.get_device() <operator> bound` holds only where x is on the CPU (True), only
+    where it is not (False), or either (None): `< 0` and `== -1` hold only for the CPU's -1, `>= 0`
+    and `!= -1` only for a GPU's ordinal."""
+    if bound is None:
+        return None
+    decisive = {cst.LessThan: bound == 0, cst.LessThanEqual: bound == -1, cst.Equal: bound == -1,
+              cst.GreaterThanEqual: bound == 0, cst.GreaterThan: bound == -1, cst.NotEqual: bound == -1}
+    if not decisive.get(type(operator), False):
+        return None
+    return isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.Equal))
+
+
+def _integer(expr: cst.BaseExpression) -> int | None:
+    """The value of an integer literal, or of one negated (`-1`), read from its text."""
+    sign = 1
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        sign, expr = -1, expr.expression
+    if isinstance(expr, cst.Integer) and expr.value.isdigit():
+        return sign * int(expr.value)
+    return None
 
 
 def _named_device(expr: cst.BaseExpression) -> str | None:
