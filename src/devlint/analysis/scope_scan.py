@@ -35,7 +35,7 @@ class ScopeScan:
     tensors: set = field(default_factory=set)  # names bound to what a tensor method returns: not devices
     scalars: set = field(default_factory=set)  # names bound to Python numbers (`n = x.shape[-1]`)
     devices: set = field(default_factory=set)  # names bound to a device (`torch.device(...)`, `"cuda:0"`, `x.device`)
-    # names bound to a tensor's device (`device = x.device`): where that tensor was then (None: not known)
+    # names bound to a tensor's device (`device = x.device`): that tensor's name, and where it was then
     tensor_devices: dict = field(default_factory=dict)
     loaded: set = field(default_factory=set)  # placed names bound to `torch.load(p)`: placed only as modules
     # across the file's scopes: modules the module level placed (for a function that reads the
@@ -90,7 +90,11 @@ class ScopeScan:
             if name in self.cpu_devices or name in self.cpu or name in self.factories:
                 return None  # a CPU device, or a CPU tensor's
             if name in self.tensor_devices:
-                return self.tensor_devices[name]  # `device = x.device`, then `.to(device)`: where x was
+                owner, then = self.tensor_devices[name]
+                if self.placed.get(owner) is not then:
+                    # read off x before this scope moved x: the place x came from, which values
+                    # are sent back to (`out.to(origin)`), not where this code puts them
+                    return then
             if name in self.placed and name not in self.modules:
                 return self.placed[name]  # `.to(x)`: where x is
             if name in self.tensors:
@@ -459,7 +463,7 @@ class ScopeScan:
             self.devices.add(name)
             if isinstance(value, cst.Attribute) and value.attr.value == "device" and isinstance(value.value, cst.Name) \
                     and value.value.value not in _SETTINGS:
-                self.tensor_devices[name] = self.placement_of(value.value)
+                self.tensor_devices[name] = (value.value.value, self.placed.get(value.value.value))
         elif values.is_python_scalar(value, self.facts, lambda: frozenset(self.scalars)):
             self.scalars.add(name)
 
