@@ -42,14 +42,15 @@ def tensor_parameters(func: cst.FunctionDef, facts: FileFacts, every_parameter: 
 
 
 def _foreign_member_readers(func: cst.FunctionDef, facts: FileFacts) -> tuple[set[str], set[str]]:
-    """Parameters read for a member no tensor has (`state.num_processes`), or handed (or a
+    """Parameters read for a member no tensor has (`state.num_processes`) or calling one a
+    tensor has only as a value (`store.shape(key)`), or handed (or a
     comparison or arithmetic of them handed) as the data of a call that takes only host data
     (`torch.BoolTensor(seqs == 0)`, `torch.from_numpy(a)`, `np.asarray(a)`: a list or an
     array); and those read as arrays (`a.size` not called: a NumPy array's element count):
     whatever else they share with tensors (`state.device`), they are not tensors. Only names the
     body never rebinds (after `x = self.encoder(x)`, `x.last_hidden_state` says nothing of the
     parameter; after `x = x["seq"]`, neither does `torch.BoolTensor(x == 0)`)."""
-    readers, sizes, called, rebound = set(), [], set(), set()
+    readers, sizes, shapes, called, rebound = set(), [], [], set(), set()
     host, assigned = set(), set()  # handed as host data; bound by any assignment (`x = x["seq"]` too)
     for node in syntax.walk_expressions(func.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and not node.attr.value.startswith("__"):
@@ -57,6 +58,8 @@ def _foreign_member_readers(func: cst.FunctionDef, facts: FileFacts) -> tuple[se
                 readers.add(node.value.value)
             elif node.attr.value == "size":
                 sizes.append(node)
+            elif node.attr.value == "shape":
+                shapes.append(node)
         elif isinstance(node, cst.Call):
             called.add(id(node.func))
             data = _host_data_of(node, facts)
@@ -75,6 +78,9 @@ def _foreign_member_readers(func: cst.FunctionDef, facts: FileFacts) -> tuple[se
                 assigned.update(names_)
     # `a.size` not called: a NumPy array's element count (a tensor's `size` is a method)
     arrays = {node.value.value for node in sizes if id(node) not in called}
+    # `store.shape(key)` called: a tensor's `shape` is no method (a sparse tensor's `.device()`
+    # and `.dtype()` are, so only `shape` says so)
+    readers |= {node.value.value for node in shapes if id(node) in called}
     # a parameter declared as something that holds no tensor (`ax: Axes | None`) and read for a
     # member no tensor has is no tensor, even where the body rebinds it (`_, ax = plt.subplots()`)
     declared_other = {p.name.value for p in syntax.all_params(func.params)
@@ -356,12 +362,12 @@ def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], fac
 
 
 def maybe_not_a_tensor(name: str, function: cst.FunctionDef, path: Sequence[cst.CSTNode], facts) -> bool:
-    """Whether the function tests `name` for a tensor (`if torch.is_tensor(sigma) and ...:`,
-    `isinstance(t, Tensor)`; not in an `assert`) and `path` does not stand in the arm where that
-    test passed: the test says the name may hold something else there (a number), whose `.device`
-    raises."""
+    """Whether the function tests what `name` is (`if torch.is_tensor(sigma) and ...:`,
+    `isinstance(t, Tensor)`, `isinstance(g, float)`; not in an `assert`) and `path` does not stand
+    in the arm where a tensor test passed: the test says the name may hold something else there (a
+    number), whose `.device` raises."""
     asserted = [n for n in syntax.walk(function.body) if isinstance(n, cst.Assert)]
-    tests = [n for n in syntax.walk(function.body) if isinstance(n, cst.Call) and tested_as_tensor(n, facts) == name
+    tests = [n for n in syntax.walk(function.body) if isinstance(n, cst.Call) and _tensor_test(n, name, facts) is not None
              and not any(n in set(syntax.walk(a.test)) for a in asserted)]
     if not tests:
         return False
@@ -378,6 +384,13 @@ def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _tensor_test(test.expression, name, facts)
         return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        # `isinstance(g, float) or isinstance(g, int)`: both sides say the same of either arm;
+        # `isinstance(g, float) and g > 0` holds only for a number (its failing says nothing)
+        parts = {_tensor_test(test.left, name, facts), _tensor_test(test.right, name, facts)}
+        if isinstance(test.operator, cst.Or):
+            return parts.pop() if len(parts) == 1 else None
+        return False if False in parts else None
     if not isinstance(test, cst.Call):
         return None
     if tested_as_tensor(test, facts) == name:

@@ -60,7 +60,11 @@ def fate(
 
     Each kind of parent has its step: it decides (returns a Fate) or moves the walk up.
     """
-    walk = _Walk(path, facts, is_tensor, host_tables, len(path) - 1, methods=methods or {},
+    def tensor_operand(expr: cst.BaseExpression) -> bool:
+        # `if isinstance(gamma, float): ... * gamma`: a number there, whatever else it may be
+        return is_tensor(expr) and not not_a_tensor_here(expr, path, facts)
+
+    walk = _Walk(path, facts, tensor_operand, host_tables, len(path) - 1, methods=methods or {},
                  factory_names=factory_names, reading=reading)
     walk.ndim = factory_ndim(path[-1], facts) if ndim == -1 else ndim
     while walk.i > 0:
@@ -154,6 +158,11 @@ class _Walk:
 
     def use(self, *others: cst.BaseExpression) -> Fate:
         return Fate(USE, self.met + list(others), at=self.path[self.i - 1])
+
+
+def _device_of_a_tensor(walk: _Walk, expr: cst.BaseExpression) -> bool:
+    """`x.device` of a tensor the walk knows may live elsewhere (derived from a parameter)."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and walk.is_tensor(expr.value)
 
 
 def _used(walk: _Walk, parent) -> Fate:
@@ -413,6 +422,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
         return Fate(NEUTRAL, walk.met)  # `t.copy_(v)` copies across devices
     if isinstance(func, cst.Attribute) and _is_default(func, call, parent):
         return _passed_through(walk)
+    if any(_device_of_a_tensor(walk, a.value) for a in call.args if a is not parent):
+        return Fate(MOVE, walk.met)  # `to_device_dtype(v, x.device, x.dtype)`: handed where x is, it puts v there
     callee = _same_class_method_of(walk.methods, func)
     defined = callee or _module_function(walk, func)
     if defined is not None and _moved_first_in(defined, call, parent, walk.facts, walk.reading):
