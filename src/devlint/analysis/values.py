@@ -117,6 +117,7 @@ HOST_ARGUMENTS = {
     "torch.nn.functional.adaptive_max_pool2d": {1: "output_size"},
     "torch.nn.functional.adaptive_max_pool3d": {1: "output_size"},
     "torch.reshape": {1: "shape"},
+    "torch.onnx.operators.reshape_from_tensor_shape": {1: "shape"},
     "torch.roll": {1: "shifts", 2: "dims"},
     "torch.tile": {1: "dims"},
     "torch.flip": {1: "dims"},
@@ -183,6 +184,8 @@ def _names_bound_only_to_dtypes(facts) -> frozenset[str]:
 # Methods whose result lives on the host whatever the tensor was on: a CPU tensor, a NumPy array,
 # a Python list or number. Anything computed only from such results lives there too.
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+# torch functions whose tensor is made on the CPU whatever their input: a shape as a tensor
+HOST_FUNCTIONS = frozenset({"torch.onnx.operators.shape_as_tensor", "torch._shape_as_tensor"})
 
 
 def is_host_call(call: cst.BaseExpression, facts) -> bool:
@@ -407,6 +410,8 @@ class ValueModel:
         if is_host_call(expr, self.facts):
             kind = NON_TENSOR if method in names.NON_TENSOR_METHODS else _tensor_kind(self.of(func.value))
             return Value(kind, HOST)  # `x.cpu()`, `x.numpy()`: on the host whatever x is
+        if qualified in HOST_FUNCTIONS:
+            return Value(TENSOR, HOST)  # `shape_as_tensor(x)`: the shape of x, on the CPU
         if method in names.NON_TENSOR_METHODS and qualified is None:
             return Value(NON_TENSOR)
         returned = self.returns(expr) if self.returns is not None else None

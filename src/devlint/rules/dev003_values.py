@@ -703,8 +703,10 @@ _ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Comp
 
 
 def _no_elements(call: cst.Call, source: str) -> bool:
-    """`torch.empty(0)`, `torch.zeros(0, d)`, `torch.zeros((0, d))`, `torch.tensor([])`: a tensor
-    with a dimension of size 0 holds no element."""
+    """`torch.empty(0)`, `torch.zeros(0, d)`, `torch.zeros((0, d))`, `torch.tensor([])`,
+    `torch.Tensor()`: a tensor with a dimension of size 0 holds no element."""
+    if source in names.LEGACY_CONSTRUCTORS and not call.args:
+        return True
     if source in ("torch.tensor", names.AS_TENSOR):
         positional = syntax.positional(call)
         return bool(positional) and isinstance(positional[0].value, cst.List) and not positional[0].value.elements
