@@ -17,9 +17,10 @@ class DeviceNames(Analysis):
         torch.device("cuda")`), nor the target of the loop whose iterable holds the node (`for
         device in [torch.device("cuda")]`: there `device` is unbound, or a previous loop's last
         item), nor the target of a loop around the node over listed devices (`for device in ["cpu",
-        "cuda"]:` takes each in turn, where the literal picks one), nor torch's device class imported under that name (`from torch import device`),
-        nor a name bound only to hardcoded accelerators (`device = "cuda:1"`: writing it changes
-        nothing, or sends the value to another GPU)."""
+        "cuda"]:` takes each in turn, where the literal picks one), nor torch's device class
+        imported under that name (`from torch import device`), nor a name bound only to
+        hardcoded accelerators (`device = "cuda:1"`: writing it changes nothing, or sends the
+        value to another GPU)."""
         ctx = self.ctx
         for i in range(len(ctx.ancestors) - 1, -1, -1):
             node = ctx.ancestors[i]

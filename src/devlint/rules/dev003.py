@@ -134,9 +134,9 @@ def _meeting(key) -> bool:
 def _on_the_cpu_arm(path, params) -> bool:
     """Whether the call is in the arm of an `if` (or a conditional expression) taken only when a
     tensor parameter is on the CPU: `if x.device == torch.device("cpu"):`, `x.device.type ==
-    "cpu"`, `not x.is_cuda`, `x.get_device() < 0`, the `else` of `x.device.type == "cuda"` and of `if x.is_cuda or
-    other:`, the body of `if x.is_cpu and other:`. There every tensor it can meet is on the CPU
-    too."""
+    "cpu"`, `not x.is_cuda`, `x.get_device() < 0`, the `else` of `x.device.type == "cuda"` and
+    of `if x.is_cuda or other:`, the body of `if x.is_cpu and other:`. There every tensor it can
+    meet is on the CPU too."""
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
             on_cpu = _cpu_test(holder.test, params)
@@ -212,7 +212,7 @@ def _holds_for_cpu_index(operator, bound: int | None) -> bool | None:
     if bound is None:
         return None
     decisive = {cst.LessThan: bound == 0, cst.LessThanEqual: bound == -1, cst.Equal: bound == -1,
-              cst.GreaterThanEqual: bound == 0, cst.GreaterThan: bound == -1, cst.NotEqual: bound == -1}
+                cst.GreaterThanEqual: bound == 0, cst.GreaterThan: bound == -1, cst.NotEqual: bound == -1}
     if not decisive.get(type(operator), False):
         return None
     return isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.Equal))
