@@ -384,13 +384,10 @@ def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _tensor_test(test.expression, name, facts)
         return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        # `isinstance(g, float) or isinstance(g, int)`: both sides say the same of either arm;
-        # `isinstance(g, float) and g > 0` holds only for a number (its failing says nothing)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        # `isinstance(g, float) or isinstance(g, int)`: both sides say the same of either arm
         parts = {_tensor_test(test.left, name, facts), _tensor_test(test.right, name, facts)}
-        if isinstance(test.operator, cst.Or):
-            return parts.pop() if len(parts) == 1 else None
-        return False if False in parts else None
+        return parts.pop() if len(parts) == 1 else None
     if not isinstance(test, cst.Call):
         return None
     if tested_as_tensor(test, facts) == name:
