@@ -383,6 +383,18 @@ def test_writing_back_refuses_an_ipython_line_a_change_moved_or_removed():
             notebook.split(nb, changed)
 
 
+def _dev007_positions(tmp_path, cells: list[str]) -> list[str]:
+    """Where DEV007 reports in a notebook of these code cells (`nb.ipynb:cell N:ROW:COL:`)."""
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
+                  for c in cells],
+        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    r = devlint("nb.ipynb", "--select", "DEV007", cwd=tmp_path)
+    return [line.split(" DEV")[0] for line in r.stdout.splitlines() if "DEV007" in line]
+
+
 def test_cells_are_one_scope_for_placements(tmp_path):
     """A loader built in one cell over tensors moved there yields moved batches in a later cell;
     one over CPU tensors does not."""
@@ -397,14 +409,7 @@ def test_cells_are_one_scope_for_placements(tmp_path):
         "cpu_loader = DataLoader(TensorDataset(torch.randn(10, 3)), batch_size=2)",
         "for (xb,) in cpu_loader:\n    model(xb)",
     ]
-    notebook = {
-        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
-                  for c in cells],
-        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
-    }
-    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-    r = devlint("nb.ipynb", "--select", "DEV007", cwd=tmp_path)
-    assert [line.split(" DEV")[0] for line in r.stdout.splitlines() if "DEV007" in line] == ["nb.ipynb:cell 7:2:11:"]
+    assert _dev007_positions(tmp_path, cells) == ["nb.ipynb:cell 7:2:11:"]
 
 
 def test_a_function_of_a_later_cell_reads_the_moved_loader_as_the_module_level_left_it(tmp_path):
@@ -420,11 +425,4 @@ def test_a_function_of_a_later_cell_reads_the_moved_loader_as_the_module_level_l
         "def train(model):\n    if torch.cuda.is_available():\n        model = model.cuda()\n"
         "    for xb, yb in train_loader:\n        model(xb)\n    for (xb,) in cpu_loader:\n        model(xb)",
     ]
-    notebook = {
-        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c}
-                  for c in cells],
-        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
-    }
-    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-    r = devlint("nb.ipynb", "--select", "DEV007", cwd=tmp_path)
-    assert [line.split(" DEV")[0] for line in r.stdout.splitlines() if "DEV007" in line] == ["nb.ipynb:cell 4:7:15:"]
+    assert _dev007_positions(tmp_path, cells) == ["nb.ipynb:cell 4:7:15:"]
