@@ -46,9 +46,7 @@ class DeviceNames(Analysis):
 
 def _hardcoded_accelerator(value: cst.BaseExpression, facts) -> bool:
     """`"cuda"`, `"cuda:1"`, `torch.device("cuda")`, `torch.device("cuda", 0)`."""
-    if isinstance(value, cst.Call) and facts.resolve(value.func) == "torch.device":
-        first = syntax.positional(value)[:1]
-        value = first[0].value if first else None
+    value = _named_device(value, facts)
     return value is not None and syntax.is_cuda_literal(value)
 
 
@@ -60,11 +58,14 @@ def _sweeps_listed_devices(node: cst.CSTNode, facts) -> bool:
     if not any(isinstance(n, cst.Name) and n.value == "device" for n in syntax.walk(node.target)):
         return False
     items = [e.value for e in node.iter.elements if not isinstance(e, cst.StarredElement)]
-    return bool(items) and len(items) == len(node.iter.elements) and all(_device_literal(i, facts) for i in items)
+    named = [_named_device(i, facts) for i in items]
+    return bool(items) and len(items) == len(node.iter.elements) and all(
+        n is not None and syntax.string_value(n) is not None for n in named)
 
 
-def _device_literal(value: cst.BaseExpression, facts) -> bool:
+def _named_device(value: cst.BaseExpression, facts) -> cst.BaseExpression | None:
+    """What names the device: the value itself, or the first argument of `torch.device(...)`."""
     if isinstance(value, cst.Call) and facts.resolve(value.func) == "torch.device":
         first = syntax.positional(value)[:1]
-        value = first[0].value if first else None
-    return value is not None and syntax.string_value(value) is not None
+        return first[0].value if first else None
+    return value

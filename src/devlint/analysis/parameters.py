@@ -366,10 +366,10 @@ def maybe_not_a_tensor(name: str, function: cst.FunctionDef, path: Sequence[cst.
     `isinstance(t, Tensor)`, `isinstance(g, float)`; not in an `assert`) and `path` does not stand
     in the arm where a tensor test passed: the test says the name may hold something else there (a
     number), whose `.device` raises."""
-    asserted = [n for n in syntax.walk(function.body) if isinstance(n, cst.Assert)]
-    tests = [n for n in syntax.walk(function.body) if isinstance(n, cst.Call) and _tensor_test(n, name, facts) is not None
-             and not any(n in set(syntax.walk(a.test)) for a in asserted)]
-    if not tests:
+    nodes = list(syntax.walk(function.body))
+    asserted = {id(n) for a in nodes if isinstance(a, cst.Assert) for n in syntax.walk(a.test)}
+    if not any(isinstance(n, cst.Call) and id(n) not in asserted and _tensor_test(n, name, facts) is not None
+               for n in nodes):
         return False
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.IfExp, cst.If)) and arm is holder.body and _tensor_test(holder.test, name, facts):
