@@ -9,7 +9,7 @@ from devlint.analysis.cuda_guards import CudaGuards
 from devlint.api import SAFE, UNSAFE, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.semantic.bindings import name_bound_at
-from devlint.torchinfo import names
+from devlint.torchinfo import guards, names
 
 
 class LoadWithoutMapLocation(Rule):
@@ -32,6 +32,10 @@ class LoadWithoutMapLocation(Rule):
         if syntax.keyword(node, "map_location") is not None or syntax.has_star_args(node):
             return
         if len(syntax.positional(node)) > slot:
+            return
+        # Where the load runs only with CUDA there, the error this rule is about cannot happen;
+        # where a handler of that error loads again with `map_location`, the code handles it.
+        if self.ctx[CudaGuards].is_guarded() or self._retried_with_map_location():
             return
         # A file or buffer this process wrote (a test's round trip, a cache in a temporary folder,
         # a deep copy through memory): its tensors come back where they were saved.
@@ -56,14 +60,30 @@ class LoadWithoutMapLocation(Rule):
         if safe:
             return NodeFix(SAFE, 'Add `map_location="cpu"`', node,
                            edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))))
-        if self.ctx[CudaGuards].is_guarded():
-            return None  # it runs only where CUDA is: `None if ... else "cpu"` would always be None
         available = self.facts.spelling("torch.cuda.is_available", bound=lambda n: name_bound_at(n, self.ctx.ancestors))
         if available is None:
             return None  # no name of the file reaches `torch.cuda` where the load runs
         value = cst.parse_expression(f'None if {available}() else "cpu"')
         return NodeFix(UNSAFE, f'Add `map_location=None if {available}() else "cpu"`', node,
                        edits.add_arg(node, edits.keyword_arg("map_location", value)))
+
+    def _retried_with_map_location(self) -> bool:
+        """Whether the load is in the body of a `try` whose handler of `RuntimeError` (the error a
+        CUDA checkpoint raises on a machine without CUDA) loads again with `map_location`."""
+        chain = self.ctx.ancestors
+        for parent, child in zip(chain, chain[1:]):
+            if isinstance(parent, cst.Try) and child is parent.body:
+                for handler in parent.handlers:
+                    if guards.handler_catches(handler, "RuntimeError") and any(
+                            self._maps(call) for call in syntax.walk(handler.body) if isinstance(call, cst.Call)):
+                        return True
+        return False
+
+    def _maps(self, call: cst.Call) -> bool:
+        """A loader called with `map_location` (keyword or positional slot)."""
+        slot = names.LOADERS.get(self.facts.resolve(call.func))
+        return slot is not None and (
+            syntax.keyword(call, "map_location") is not None or len(syntax.positional(call)) > slot)
 
     def _loaded_through_name(self) -> bool:
         """`state = torch.load(p)` (or `torch.load(p)["model"]`) whose name the scope uses once,
