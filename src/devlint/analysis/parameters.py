@@ -353,12 +353,40 @@ def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], fac
     it is not a tensor (`torch.tensor(t) if not isinstance(t, Tensor) else t`)."""
     if not isinstance(data, cst.Name):
         return False
+    function = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
+    alternatives = declared_alternatives(data.value, function, facts)
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.IfExp, cst.If)):
-            tested = _tensor_test(holder.test, data.value, facts)
+            tested = _tensor_test(holder.test, data.value, facts, alternatives)
             if tested is not None and ((tested and arm is holder.orelse) or (not tested and arm is holder.body)):
                 return True
+            # `isinstance(X, PackedSequence) and X.length >= k`: the body runs only where each part holds
+            if arm is holder.body and any(_tensor_test(part, data.value, facts, alternatives) is False
+                                          for part in _conjuncts(holder.test)):
+                return True
     return False
+
+
+def declared_alternatives(name: str, function: Optional[cst.FunctionDef], facts) -> frozenset[str]:
+    """The classes besides a tensor that a parameter's annotation declares it may hold
+    (`X: torch.Tensor | PackedSequence`): where `isinstance(X, PackedSequence)` passed, X is no
+    tensor. Empty when the annotation names no tensor, or holds a member that is no name."""
+    declared = next((p for p in syntax.all_params(function.params) if p.name.value == name), None) if function else None
+    if declared is None or declared.annotation is None:
+        return frozenset()
+    members = values.union_members(declared.annotation.annotation)
+    if None in members:
+        return frozenset()
+    resolved = {facts.resolve_dotted(m) or m for m in members}
+    if not resolved & TENSOR_TYPES:
+        return frozenset()
+    return frozenset(resolved - TENSOR_TYPES - {"None", "Any", "object", "typing.Any"})
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
 
 
 def maybe_not_a_tensor(name: str, function: cst.FunctionDef, path: Sequence[cst.CSTNode], facts) -> bool:
@@ -377,23 +405,24 @@ def maybe_not_a_tensor(name: str, function: cst.FunctionDef, path: Sequence[cst.
     return True
 
 
-def _tensor_test(test: cst.BaseExpression, name: str, facts) -> Optional[bool]:
+def _tensor_test(test: cst.BaseExpression, name: str, facts, alternatives: frozenset[str] = frozenset()) -> Optional[bool]:
     """True for `isinstance(name, torch.Tensor)` or `torch.is_tensor(name)`, False for their
     `not` and for a test that holds only for what is no tensor (`isinstance(name, int)`, a
-    NumPy array), None for any other test."""
+    NumPy array, a class the parameter's annotation declares beside a tensor: `alternatives`),
+    None for any other test."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _tensor_test(test.expression, name, facts)
+        inner = _tensor_test(test.expression, name, facts, alternatives)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         # `isinstance(g, float) or isinstance(g, int)`: both sides say the same of either arm
-        parts = {_tensor_test(test.left, name, facts), _tensor_test(test.right, name, facts)}
+        parts = {_tensor_test(test.left, name, facts, alternatives), _tensor_test(test.right, name, facts, alternatives)}
         return parts.pop() if len(parts) == 1 else None
     if not isinstance(test, cst.Call):
         return None
     if tested_as_tensor(test, facts) == name:
         return True
     types = _isinstance_types(test, name, facts)
-    return False if types and types <= NOT_TENSOR_TYPES else None
+    return False if types and types <= NOT_TENSOR_TYPES | alternatives else None
 
 
 # Types whose instances are Python numbers, and types none of whose instances is a tensor: what

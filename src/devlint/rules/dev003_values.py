@@ -1135,8 +1135,17 @@ class FunctionValues:
         if not is_derived(expr, derived, self.facts):
             return False
         apart_here = {n.value for n in syntax.walk(expr) if isinstance(n, cst.Name) and n.value in derived
-                     and self._underived_binding_reaches(n, depth)}
+                     and (self._underived_binding_reaches(n, depth) or self._no_tensor_where_read(n))}
         return not apart_here or is_derived(expr, derived - apart_here, self.facts)
+
+    def _no_tensor_where_read(self, use: cst.Name) -> bool:
+        """A parameter read where the function's own test says it holds no tensor (in the arm of
+        `isinstance(X, PackedSequence)` for `X: torch.Tensor | PackedSequence`)."""
+        if use.value not in self.params:
+            return False
+        if self._flow is None:
+            self._flow = _Flow(self.node)
+        return not_a_tensor_here(use, [self.node, *reversed(self._flow.ancestors(use)), use], self.facts)
 
     def _underived_binding_reaches(self, use: cst.Name, depth: int = 0) -> bool:
         """The last binding of `use`'s name before it is `name = <host value, or one not derived
@@ -1788,6 +1797,18 @@ def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.Func
     return sites
 
 
+def _paired(assign: cst.Assign) -> dict[int, cst.BaseExpression]:
+    """For `a, b = x, y` (one target tuple of names, a value tuple as long, no starred item), each
+    target name's id with its value."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) \
+            or not isinstance(assign.value, (cst.Tuple, cst.List)):
+        return {}
+    names, items = assign.targets[0].target.elements, assign.value.elements
+    if len(names) != len(items) or any(isinstance(e, cst.StarredElement) for e in (*names, *items)):
+        return {}
+    return {id(n.value): v.value for n, v in zip(names, items) if isinstance(n.value, cst.Name)}
+
+
 class _Flow:
     """A function body's nodes in evaluation order with their parents, and each local name's
     bindings: (position, the statement line, the value bound; None when not one value)."""
@@ -1802,10 +1823,12 @@ class _Flow:
                 self.parents[id(node)] = parent
             if isinstance(node, cst.Assign):
                 single = len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                pairs = _paired(node)  # `gc, total = torch.empty(n), torch.empty(n)`: each its own value
                 for target in node.targets:
                     for name in syntax.unpacked_targets(target.target):
                         if isinstance(name, cst.Name):
-                            self.bindings.setdefault(name.value, []).append((index, parent, node.value if single else None))
+                            value = node.value if single else pairs.get(id(name))
+                            self.bindings.setdefault(name.value, []).append((index, parent, value))
             elif isinstance(node, (cst.For, cst.CompFor, cst.AsName, cst.AnnAssign)):
                 target = node.name if isinstance(node, cst.AsName) else node.target
                 value = node.value if isinstance(node, cst.AnnAssign) else None

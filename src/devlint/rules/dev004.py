@@ -156,7 +156,7 @@ class UnregisteredTensorAttribute(Rule):
         state = self._functions[frame]
         env, integral_names = state.kinds, state.integral_names
         if state.places is None:
-            state.places = _input_places(frame)
+            state.places = {**_forward_input_attributes(frame, self.facts), **_input_places(frame)}
         held = self.values.value(value, env, frame.self_name, methods, state.places)
         kind = held.kind if held.kind in (values.TENSOR, values.CONTAINER) else None
         with_inputs = held.place == values.PARAMETERS and frame.method not in (None, "__init__")
@@ -437,6 +437,44 @@ def _input_places(frame) -> dict[str, str]:
     scalars = values.scalar_annotated(frame.node)
     return {p.name.value: values.PARAMETERS for p in syntax.all_params(frame.node.params)
             if p.star not in ("*", "**") and p.name.value not in scalars and p.name.value != frame.self_name}
+
+
+def _forward_input_attributes(frame, facts) -> dict[str, str]:
+    """`self.NAME` (by the method's own name for itself) living with the inputs, for the other
+    methods of a class whose `forward` sets it from its inputs (`self.mask = x[1]`) and that never
+    sets it otherwise outside `__init__`: what those methods compute from it is per-call data."""
+    if frame.method in (None, "__init__", "forward") or frame.self_name is None:
+        return {}
+    memo = facts.memo.setdefault("forward input attributes", {})
+    klass = frame.klass.node
+    if id(klass) not in memo:
+        memo[id(klass)] = _attributes_set_from_forward_inputs(klass)
+    return {f"{frame.self_name}.{name}": values.PARAMETERS for name in memo[id(klass)]}
+
+
+def _attributes_set_from_forward_inputs(klass: cst.ClassDef) -> frozenset[str]:
+    from_inputs, otherwise = set(), set()
+    for method in klass.body.body if isinstance(klass.body, cst.IndentedBlock) else ():
+        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+            continue
+        self_name = syntax.instance_self(method)
+        inputs = set(syntax.param_names(method.params)) - {self_name}
+        for node in syntax.walk(method.body):
+            if not isinstance(node, cst.Assign):
+                continue
+            for target in node.targets:
+                for part in syntax.unpacked_targets(target.target):
+                    if isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and part.value.value == self_name:
+                        read = _input_read(node.value, inputs) if len(node.targets) == 1 and part is target.target else None
+                        (from_inputs if method.name.value == "forward" and read else otherwise).add(part.attr.value)
+    return frozenset(from_inputs - otherwise)
+
+
+def _input_read(value: cst.BaseExpression, inputs: set[str]) -> bool:
+    """An input itself, or an item of it (`x[1]`, `batch["mask"]`)."""
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    return isinstance(value, cst.Name) and value.value in inputs
 
 
 def _renewed_at_every_call(candidate: _Candidate, input_sets: set[int]) -> bool:
