@@ -217,8 +217,13 @@ class ScopeScan:
         """A data set built from tensors this code placed, given a device to build its items
         on (`PdeDataset(..., device=device)`; not `device="cpu"`), or one whose class, defined
         in this file, places what its `__getitem__` makes (`torch.rand(n, device="cuda")`,
-        `.cuda()`, `.to(d)`)."""
+        `.cuda()`, `.to(d)`). A `TensorDataset` counts too unless one of its tensors is known to be
+        on the CPU: its items are rows of its tensors, wherever those live (a function's
+        parameters, here)."""
         if _places(call, self.facts):
+            return True
+        if (self.facts.resolve(call.func) or syntax.last_name(call.func)) in _TENSOR_DATASETS \
+                and not any(self.cpu_value(a.value) is not None for a in call.args):
             return True
         if any(self.placement_of(a.value) is not None for a in call.args):
             return True
@@ -488,6 +493,7 @@ def _places(call: cst.Call, facts) -> bool:
 
 
 FACTORY, LOADER, DATASET, TOKENIZER, HOST = "factory", "loader", "dataset", "tokenizer", "host"
+_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "TensorDataset"})
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,11 @@ def is_dtype_only_move(call: cst.Call, facts) -> bool:
 
 
 def _names_cuda_type(expr: cst.BaseExpression, facts) -> bool:
-    """`torch.cuda.FloatTensor` (or its string): a legacy CUDA tensor type."""
+    """`torch.cuda.FloatTensor` (or its string): a legacy CUDA tensor type; or a module-level name
+    bound to one where CUDA is there (`Tensor = torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor`): a copy onto the GPU wherever there is one."""
+    if isinstance(expr, cst.Name) and expr.value in facts.cuda_type_aliases:
+        return True
     name = facts.resolve(expr) or syntax.string_value(expr) or ""
     return name.startswith("torch.cuda.") and name.endswith("Tensor")
 

@@ -777,7 +777,8 @@ def _assigned(walk: _Walk, parent: cst.Assign) -> Fate:
 
 def _into_tensor(walk: _Walk, base: cst.BaseExpression) -> bool:
     """A write's target is known to be a tensor (not a dict or a list that stores the value)."""
-    return walk.is_tensor(base) or (isinstance(base, cst.Name) and base.value in walk.host_tables | walk.factory_names)
+    return walk.is_tensor(base) or (isinstance(base, cst.Name) and base.value in walk.host_tables | walk.factory_names) \
+        or (isinstance(base, cst.Attribute) and syntax.dotted_name(base) in walk.factory_names)
 
 
 def _plain_write(walk: _Walk, target: cst.Subscript) -> bool:
@@ -1065,10 +1066,25 @@ class FunctionValues:
                     isinstance(o, cst.Name) and o.value == name for o in (value.left, value.right))
 
             self._factory_names = frozenset(
-                name for name, bound in self.bound_values().items()
+                name for name, bound in {**self.bound_values(), **self._bound_attributes()}.items()
                 if any(map(made_new, bound)) and all(made_new(v) or on_itself(name, v) for v in bound)
             )
         return self._factory_names
+
+    def _bound_attributes(self) -> dict[str, list]:
+        """Each `self.NAME` (as `"self.NAME"`) the function binds by a plain assignment, with the
+        values bound to it here: a write into one this function made (`self.pe = torch.zeros(n,
+        d)`, then `self.pe[:, 0::2] = torch.sin(pos)`) copies, as into a local table."""
+        me = syntax.self_name(self.node)
+        bound: dict[str, list] = {}
+        if me is None:
+            return bound
+        for node in syntax.walk_expressions(self.node.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                target = node.targets[0].target
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == me:
+                    bound.setdefault(f"{me}.{target.attr.value}", []).append(node.value)
+        return bound
 
     def _made_by(self, value: cst.BaseExpression) -> cst.BaseExpression:
         """The call under the tensor methods that keep a new tensor one (`.type_as(c)`, `.to(d)`,
@@ -1328,6 +1344,9 @@ class FunctionValues:
                 found = Fate(MOVE, found.met)
             if found.kind == USE and found.met and all(self._of_itself(e, tracked) for e in found.met):
                 continue  # `m.masked_fill(m != 0, v)`: the value meets only itself, where it was made
+            if found.kind == USE and _stored_where_moved_at_every_read(
+                    node_path, found.at, [e for e in found.met if self._tensor_here(e, arm_local)], self.facts):
+                continue  # `self.grid = torch.cat((xx, yy))`, every later read of `self.grid` moves it
             if found.kind == MOVE:
                 moved = moved or first_use is None
                 statement = next((n for n in reversed(node_path) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
@@ -1676,7 +1695,12 @@ def _read_moved(node: cst.Attribute, node_path, item: bool, facts) -> bool:
     parent = node_path[i]
     if isinstance(parent, cst.Attribute) and parent.value is read:
         call = node_path[i - 1]
-        return isinstance(call, cst.Call) and call.func is parent and values.is_move(call, facts)
+        if not (isinstance(call, cst.Call) and call.func is parent):
+            return False
+        # `self.NAME = self.NAME.to(dtype=x.dtype)`: cast where it is, and stored back, it meets nothing
+        stored_back = i >= 2 and isinstance(node_path[i - 2], cst.Assign) and node_path[i - 2].value is call \
+            and len(node_path[i - 2].targets) == 1 and node_path[i - 2].targets[0].target.deep_equals(read)
+        return values.is_move(call, facts) or (stored_back and values.is_dtype_only_move(call, facts))
     return isinstance(parent, cst.ComparisonTarget) and parent.comparator is read \
         and isinstance(parent.operator, (cst.In, cst.NotIn))  # `key in self.NAME`
 

@@ -116,6 +116,13 @@ class UnregisteredTensorAttribute(Rule):
             # only to tell which methods use it beside the other attributes (no fix then)
             state.reads.add(_ASKED + name, node, frame)
             return
+        if _list_method(ancestors):
+            return  # `self.paths.append(p)`: no tensor has the method; the name holds a list there
+        if _written_into(ancestors) or _cast_where_it_is(ancestors, self.facts):
+            # `self.pe[:, 0::2] = v` copies v into the table, and `self.pe = self.pe.to(dtype=d)`
+            # keeps it where it is: neither meets what the table lives beside
+            state.reads.add(_ASKED + name, node, frame)
+            return
         local = self._locals.get(frame.node)
         if local is None:
             local = self._locals[frame.node] = _Locals(frame.node, frame.self_name, self.facts)
@@ -260,8 +267,12 @@ class UnregisteredTensorAttribute(Rule):
         found = []
         for candidate in state.candidates:
             name = candidate.target.attr.value
-            # reads in `__init__` run before any `model.to()`: only the later ones need a move
-            reads_of = [path for path, _, _ in state.read_paths.get(name, ()) if not syntax.in_init(path)]
+            # reads in `__init__` run before any `model.to()`: only the later ones need a move; a
+            # read in the value of the store that makes the tensor (`self.ids =
+            # torch.tensor(self.ids)`) reads what it is made from, not the tensor
+            making = {id(c.value) for c in state.candidates if c.target.attr.value == name}
+            reads_of = [path for path, _, _ in state.read_paths.get(name, ())
+                        if not syntax.in_init(path) and not any(id(n) in making for n in path)]
             moved_at_every_read = bool(reads_of) and all(id(path[-1]) in moving[name] for path in reads_of)
             if name in buffers or moved_at_every_read or name in moved_by_hand:
                 continue
@@ -598,6 +609,44 @@ def _read_after_init(facts) -> frozenset[str]:
     return found
 
 
+def _list_method(ancestors) -> bool:
+    """`self.NAME.append(v)` (`extend`, `insert`, `remove`): a method no tensor has."""
+    node, method, call = ancestors[-1], ancestors[-2], ancestors[-3] if len(ancestors) > 2 else None
+    return isinstance(method, cst.Attribute) and method.value is node and method.attr.value in _LIST_METHODS \
+        and isinstance(call, cst.Call) and call.func is method
+
+
+_LIST_METHODS = frozenset({"append", "extend", "insert", "remove"})
+
+
+def _written_into(ancestors) -> bool:
+    """`self.NAME[i] = v`, `self.NAME[:, 0::2] = v`: a write by integers and slices (a copy that
+    works across devices), not a read."""
+    node, subscript, target = ancestors[-1], ancestors[-2], ancestors[-3]
+    if not (isinstance(subscript, cst.Subscript) and subscript.value is node
+            and isinstance(target, cst.AssignTarget) and target.target is subscript):
+        return False
+    for element in subscript.slice:
+        if isinstance(element.slice, cst.Index):
+            if not syntax.is_number_literal(element.slice.value):
+                return False
+        elif any(p is not None and not syntax.is_number_literal(p)
+                 for p in (element.slice.lower, element.slice.upper, element.slice.step)):
+            return False
+    return True
+
+
+def _cast_where_it_is(ancestors, facts) -> bool:
+    """`self.NAME = self.NAME.to(dtype=x.dtype)` (or `.to(torch.float16)`): cast, stored back."""
+    if len(ancestors) < 4:
+        return False
+    node, method, call, statement = ancestors[-1], ancestors[-2], ancestors[-3], ancestors[-4]
+    return isinstance(method, cst.Attribute) and method.value is node and isinstance(call, cst.Call) \
+        and call.func is method and values.is_dtype_only_move(call, facts) \
+        and isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1 \
+        and statement.targets[0].target.deep_equals(node)
+
+
 def _stored(node: cst.Attribute, parent: Optional[cst.CSTNode]) -> bool:
     return isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node
 
@@ -705,13 +754,27 @@ def _loader_time_methods(info) -> set[str]:
 
 def _moved_earlier(ancestors: list[cst.CSTNode], name: str, self_name: Optional[str], facts, local: "_Locals") -> bool:
     """Whether a statement before the read, in its block or an enclosing one of the same function,
-    reassigns the attribute moved to a tensor's device (`self.NAME = self.NAME.to(x.device)`):
-    the read then finds it there, at every call."""
+    reassigns the attribute moved to a tensor's device (`self.NAME = self.NAME.to(x.device)`),
+    itself or as the body of an `if` (no `else`) that tests where the attribute is (`if
+    self.NAME.device != x.device:`: where the test fails, it is there already): the read then finds it there, at every call."""
     starts = [i for i, node in enumerate(ancestors) if isinstance(node, (cst.FunctionDef, cst.Lambda))]
     if not starts or not isinstance(ancestors[starts[-1]], cst.FunctionDef):
         return False
-    return any(_moves_itself(small, name, self_name, facts, local)
-               for earlier in syntax.earlier_statements(ancestors) for small in syntax.small_statements(earlier))
+    for earlier in syntax.earlier_statements(ancestors):
+        statements = [earlier]
+        if isinstance(earlier, cst.If) and earlier.orelse is None and _tests_attribute(earlier.test, name, self_name):
+            statements += list(syntax.block_statements(earlier.body))
+        if any(_moves_itself(small, name, self_name, facts, local)
+               for statement in statements for small in syntax.small_statements(statement)):
+            return True
+    return False
+
+
+def _tests_attribute(test: cst.BaseExpression, name: str, self_name: Optional[str]) -> bool:
+    """The test reads where the attribute is (`self.NAME.device`, `self.NAME.is_cuda`)."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value in ("device", "is_cuda")
+               and isinstance(n.value, cst.Attribute) and n.value.attr.value == name
+               and isinstance(n.value.value, cst.Name) and n.value.value.value == self_name for n in syntax.walk(test))
 
 
 def _moves_itself(small: cst.BaseSmallStatement, name: str, self_name: Optional[str], facts, local: "_Locals") -> bool:

@@ -78,6 +78,8 @@ class HardcodedCudaString(Rule):
         value, parent = path[i], path[i - 1] if i > 0 else None
         if not (placement_branch or self._used_as_device(path, i)):
             return
+        if shown is None and _counts_devices(path, i):
+            return  # `add_argument("--devices", default=1)`: how many devices (Lightning's `devices=1`)
         if _places_nothing(path, _device_value(self.facts, path, i)):
             return  # `device == torch.device("cuda")`, `MSG.format(device="cuda:0")`
         if self._in_default_device():
@@ -89,6 +91,8 @@ class HardcodedCudaString(Rule):
             return  # `def f(device="cuda")` never reading `device`; a name only formatted into text
         if self.ctx[DeviceContexts].fake:
             return  # under `with FakeTensorMode():` a "cuda" tensor is fake: no GPU is touched
+        if self._in_function_patching_cuda(path):
+            return  # a test that replaces `torch.cuda` functions hands its code a pretend GPU
         if self._another_library_scope(path):
             return  # `self._device = "cuda:0"` in a class whose methods import jax, not torch: a JAX device
         cuda_guards = self.ctx[CudaGuards]
@@ -193,6 +197,29 @@ class HardcodedCudaString(Rule):
             return self.facts.receiver_may_be_torch_object(call.func.value, call_path)
         return self.facts.resolve(call.func) == "torch.device"
 
+
+    def _in_function_patching_cuda(self, path) -> bool:
+        """Whether a function around the literal replaces functions of `torch.cuda` with stand-ins
+        (`mock.patch("torch.cuda.mem_get_info", ...)`, `mock.patch.object(torch.cuda, ...)`,
+        `monkeypatch.setattr(torch.cuda, "is_available", ...)`, in its body or decorators)."""
+        memo = self.facts.memo.setdefault("patches torch.cuda", {})
+        for node in path:
+            if isinstance(node, cst.FunctionDef):
+                if id(node) not in memo:
+                    memo[id(node)] = any(isinstance(n, cst.Call) and self._patches_cuda(n) for n in syntax.walk(node))
+                if memo[id(node)]:
+                    return True
+        return False
+
+    def _patches_cuda(self, call: cst.Call) -> bool:
+        method = syntax.last_name(call.func)
+        if method not in ("patch", "object", "setattr") or not call.args:
+            return False
+        if method == "object" and syntax.last_name(getattr(call.func, "value", None) or call.func) != "patch":
+            return False
+        first = call.args[0].value
+        text = syntax.string_value(first)
+        return (text or "").startswith("torch.cuda.") or (text is None and self.facts.resolve(first) == "torch.cuda")
 
     def _option_read(self, call: cst.Call, call_path) -> bool:
         """Whether the file may read the option `add_argument(...)` declares: its destination
@@ -383,6 +410,18 @@ def _not_a_read(node: cst.Name, parent) -> bool:
         or (isinstance(parent, cst.Param) and parent.name is node)
         or isinstance(parent, (cst.FunctionDef, cst.ClassDef))
     )
+
+
+def _counts_devices(path, i: int) -> bool:
+    """The default of an option named in the plural (`add_argument("--devices", default=1)`):
+    an integer there is a number of devices (or the list of them), as Lightning's `Trainer(devices=1)`
+    and Accelerate read it, not an ordinal."""
+    parent, call = (path[i - 1], path[i - 2]) if i > 1 else (None, None)
+    if not (isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "default"
+            and isinstance(call, cst.Call) and syntax.last_name(call.func) == "add_argument"):
+        return False
+    options = [(syntax.string_value(a.value) or "").lower() for a in syntax.positional(call)]
+    return any(o.endswith("devices") for o in options) and not any(_is_device_name(o) and not o.endswith("devices") for o in options)
 
 
 def _names_device(target: cst.BaseExpression) -> bool:

@@ -113,12 +113,37 @@ def _bound_to(call: cst.Call, path: tuple) -> Optional[str]:
 
 def _moved_names(facts, function: cst.FunctionDef) -> set[str]:
     """The names and `self.name`s the function moves off the CPU: `NAME.to(...)`, `NAME.cuda()`,
-    `NAME.to_empty(...)`."""
+    `NAME.to_empty(...)`; and those it puts in a container that it moves
+    (`nn.Sequential(layer, nn.ReLU()).to(x.device)`, or `block = nn.Sequential(layer)` then
+    `block.to(d)`): a module's `.to()` moves its children in place."""
+    nodes = list(syntax.walk(function.body))
+    containers = {}  # name -> the container construction bound to it
+    for node in nodes:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call) \
+                and facts.resolve(node.value.func) in CONTAINERS:
+            name = syntax.dotted_name(node.targets[0].target)
+            if name is not None:
+                containers[name] = node.value
     moved = set()
-    for node in syntax.walk(function.body):
+    for node in nodes:
         if isinstance(node, cst.Call) and moves_off_the_cpu(facts, node):
-            name = syntax.dotted_name(node.func.value)
+            receiver = node.func.value
+            name = syntax.dotted_name(receiver)
             if name is not None:
                 moved.add(name)
+            container = receiver if isinstance(receiver, cst.Call) and facts.resolve(receiver.func) in CONTAINERS \
+                else containers.get(name)
+            if container is not None:
+                moved.update(_held_names(container))
     return moved
+
+
+def _held_names(container: cst.Call) -> set[str]:
+    """The names a container construction is given as its modules: `nn.Sequential(a, b)`,
+    `nn.ModuleList([a, b])`."""
+    held = set()
+    for arg in container.args:
+        items = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) else [arg.value]
+        held.update(name for name in map(syntax.dotted_name, items) if name is not None)
+    return held
 

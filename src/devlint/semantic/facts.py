@@ -45,6 +45,9 @@ class FileFacts:
         self.memo: dict = {}
         self.file_guarded = False
         self.module_device_bound = False  # a module-level `device = ...`
+        # module-level names bound to a legacy CUDA tensor type where CUDA is there:
+        # `Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor`
+        self.cuda_type_aliases: set[str] = set()
         self._bound_torch = False
         self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its own properties
         self._buffers: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> the names its own methods register as buffers
@@ -256,6 +259,10 @@ class FileFacts:
                     self._scan(suite, top_level=top_level, in_class=in_class, in_function=in_function)
 
     def _scan_module_assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.IfExp) and any(
+                (self.resolve(arm) or "").startswith("torch.cuda.") and (self.resolve(arm) or "").endswith("Tensor")
+                for arm in (node.value.body, node.value.orelse)):
+            self.cuda_type_aliases.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         for target in node.targets:
             if isinstance(target.target, cst.Name) and target.target.value == "device":
                 self.module_device_bound = True
