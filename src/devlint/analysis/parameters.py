@@ -360,9 +360,10 @@ def not_a_tensor_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], fac
             tested = _tensor_test(holder.test, data.value, facts, alternatives)
             if tested is not None and ((tested and arm is holder.orelse) or (not tested and arm is holder.body)):
                 return True
-            # `isinstance(X, PackedSequence) and X.length >= k`: the body runs only where each part holds
-            if arm is holder.body and any(_tensor_test(part, data.value, facts, alternatives) is False
-                                          for part in _conjuncts(holder.test)):
+            # `isinstance(X, PackedSequence) and X.length >= k`: the body runs only where each part
+            # holds, and one says X is the other member of its declared union
+            if arm is holder.body and alternatives and any(
+                    _only_alternatives(part, data.value, facts, alternatives) for part in _conjuncts(holder.test)):
                 return True
     return False
 
@@ -381,6 +382,12 @@ def declared_alternatives(name: str, function: Optional[cst.FunctionDef], facts)
     if not resolved & TENSOR_TYPES:
         return frozenset()
     return frozenset(resolved - TENSOR_TYPES - {"None", "Any", "object", "typing.Any"})
+
+
+def _only_alternatives(test: cst.BaseExpression, name: str, facts, alternatives: frozenset[str]) -> bool:
+    """`isinstance(name, C)` naming only classes the annotation declares beside a tensor."""
+    types = _isinstance_types(test, name, facts) if isinstance(test, cst.Call) else None
+    return bool(types) and types <= alternatives
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
