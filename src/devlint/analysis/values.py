@@ -203,10 +203,13 @@ def is_host_call(call: cst.BaseExpression, facts) -> bool:
 
 def is_cpu_type_cast(call: cst.Call, facts) -> bool:
     """`x.type(torch.FloatTensor)` (or its string): a legacy CPU tensor type, which copies `x`
-    onto the CPU whatever its device."""
+    onto the CPU whatever its device; also through a module-level name bound only to one
+    (`float_type = torch.DoubleTensor`, then `x.type(float_type)`)."""
     if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "type" or len(call.args) != 1:
         return False
     given = call.args[0].value
+    if call.args[0].keyword is None and isinstance(given, cst.Name) and given.value in facts.cpu_type_aliases:
+        return True
     name = facts.resolve(given) or syntax.string_value(given) or ""
     return call.args[0].keyword is None and name in names.LEGACY_CONSTRUCTORS and name != "torch.Tensor"
 

@@ -139,7 +139,7 @@ def _on_the_cpu_arm(path, params) -> bool:
     meet is on the CPU too."""
     for holder, arm in zip(path, path[1:]):
         if isinstance(holder, (cst.If, cst.IfExp)) and arm is not holder.test:
-            on_cpu = _cpu_test(holder.test, params)
+            on_cpu = cpu_test(holder.test, params)
             if on_cpu is not None and (arm is holder.body) == on_cpu:
                 return True
     return False
@@ -158,16 +158,16 @@ def _after_numpy_of_input(path, function: FunctionValues, facts) -> bool:
     return False
 
 
-def _cpu_test(test: cst.BaseExpression, params) -> bool | None:
+def cpu_test(test: cst.BaseExpression, params) -> bool | None:
     """True when `test` holds only where a parameter is on the CPU, False when only where it is
     not, None for any other test."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _cpu_test(test.expression, params)
+        inner = cpu_test(test.expression, params)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):
         # `x.is_cuda or mkl`: false only where x is on the CPU (the `else` arm is the CPU's);
         # `x.is_cpu and n > 1`: true only where it is
-        parts = [_cpu_test(test.left, params), _cpu_test(test.right, params)]
+        parts = [cpu_test(test.left, params), cpu_test(test.right, params)]
         decisive = False if isinstance(test.operator, cst.Or) else True
         return decisive if decisive in parts else None
     if isinstance(test, cst.Attribute) and _parameter_member(test.value, params):

@@ -1154,6 +1154,19 @@ class FunctionValues:
                      and (self._underived_binding_reaches(n, depth) or self._no_tensor_where_read(n))}
         return not apart_here or is_derived(expr, derived - apart_here, self.facts)
 
+    def _host_on_every_arm(self, value: cst.BaseExpression) -> bool:
+        """`H if H.device.type == "cpu" else H.cpu()`: each arm a host value, or the tested
+        parameter itself in the arm where the test says it is on the CPU."""
+        if not isinstance(value, cst.IfExp):
+            return False
+        from devlint.rules.dev003 import cpu_test  # the rule's reading of placement tests (it imports this module)
+        on_cpu = cpu_test(value.test, self.params)
+
+        def host(arm: cst.BaseExpression, cpu_side: bool) -> bool:
+            return values.is_host_value(arm, self.facts) or (
+                cpu_side and isinstance(arm, cst.Name) and arm.value in self.params)
+        return on_cpu is not None and host(value.body, on_cpu) and host(value.orelse, not on_cpu)
+
     def _no_tensor_where_read(self, use: cst.Name) -> bool:
         """A parameter read where the function's own test says it holds no tensor (in the arm of
         `isinstance(X, PackedSequence)` for `X: torch.Tensor | PackedSequence`)."""
@@ -1177,12 +1190,15 @@ class FunctionValues:
             return False
         enclosing = {id(n): n for n in flow.ancestors(use)}
         before = [b for b in before if id(b[1]) not in enclosing]  # `x = f(x)` reads the x bound before it
+        # `x = x.clone()` (a method that keeps x where it is, on x alone) leaves the place the
+        # binding before it gave, wherever it runs
+        before = [b for b in before if not _keeps_its_place(use.value, b[2])]
         if not before:
             return False
         index, statement, value = before[-1]
         # the bound value is judged where it is bound: its names by the bindings reaching it,
         # each earlier in the text than the last (a few steps deep)
-        if value is None or not (values.is_host_value(value, self.facts)
+        if value is None or not (values.is_host_value(value, self.facts) or self._host_on_every_arm(value)
                                  or not (self._tensor_here(value, depth=depth + 1) if depth < _FLOW_DEPTH
                                          else is_derived(value, self.derived, self.facts))):
             return False
@@ -1819,6 +1835,16 @@ def call_sites(function: cst.FunctionDef, facts) -> Optional[list[tuple[cst.Func
                 return None
             sites.append((scope, path[:-1]))
     return sites
+
+
+def _keeps_its_place(name: str, value: Optional[cst.BaseExpression]) -> bool:
+    """`name.clone()`, `name.contiguous().float()`: methods of the name itself, taking no
+    argument, whose result stays where it is."""
+    calls = 0
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args \
+            and value.func.attr.value in names.SHAPE_METHODS:
+        value, calls = value.func.value, calls + 1
+    return calls > 0 and isinstance(value, cst.Name) and value.value == name
 
 
 def _paired(assign: cst.Assign) -> dict[int, cst.BaseExpression]:

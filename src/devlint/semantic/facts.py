@@ -48,6 +48,9 @@ class FileFacts:
         # module-level names bound to a legacy CUDA tensor type where CUDA is there:
         # `Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor`
         self.cuda_type_aliases: set[str] = set()
+        # module-level names bound only to a legacy CPU tensor type (`float_type = torch.DoubleTensor`)
+        self.cpu_type_aliases: set[str] = set()
+        self._not_cpu_types: set[str] = set()  # names the module level binds to anything else too
         self._bound_torch = False
         self._properties: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> its own properties
         self._buffers: dict[int, frozenset[str]] = {}  # id of a ClassInfo -> the names its own methods register as buffers
@@ -263,6 +266,15 @@ class FileFacts:
                 (self.resolve(arm) or "").startswith("torch.cuda.") and (self.resolve(arm) or "").endswith("Tensor")
                 for arm in (node.value.body, node.value.orelse)):
             self.cuda_type_aliases.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+        held = self.resolve(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
+        cpu_type = held in names.LEGACY_CONSTRUCTORS and held != "torch.Tensor"
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if cpu_type and target.target.value not in self._not_cpu_types:
+                    self.cpu_type_aliases.add(target.target.value)
+                elif not cpu_type:
+                    self._not_cpu_types.add(target.target.value)
+                    self.cpu_type_aliases.discard(target.target.value)
         for target in node.targets:
             if isinstance(target.target, cst.Name) and target.target.value == "device":
                 self.module_device_bound = True
