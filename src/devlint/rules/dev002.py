@@ -12,6 +12,9 @@ from devlint.semantic.bindings import name_bound_at
 from devlint.torchinfo import guards, names
 
 
+CUDA_AVAILABLE = frozenset({"torch.cuda.is_available"})
+
+
 class LoadWithoutMapLocation(Rule):
     """A loader of `names.LOADERS` called without `map_location` (keyword or positional slot)
     or `**kwargs`; the fix adds `map_location="cpu"`, safe straight into `load_state_dict`
@@ -33,9 +36,9 @@ class LoadWithoutMapLocation(Rule):
             return
         if len(syntax.positional(node)) > slot:
             return
-        # Where the load runs only with CUDA there, the error this rule is about cannot happen;
+        # In the arm of a test of CUDA's availability the error this rule is about cannot happen;
         # where a handler of that error loads again with `map_location`, the code handles it.
-        if self.ctx[CudaGuards].is_guarded() or self._retried_with_map_location():
+        if self._in_arm_with_cuda() or self._retried_with_map_location():
             return
         # A file or buffer this process wrote (a test's round trip, a cache in a temporary folder,
         # a deep copy through memory): its tensors come back where they were saved.
@@ -60,12 +63,51 @@ class LoadWithoutMapLocation(Rule):
         if safe:
             return NodeFix(SAFE, 'Add `map_location="cpu"`', node,
                            edits.add_arg(node, edits.keyword_arg("map_location", edits.string("cpu"))))
+        if self.ctx[CudaGuards].is_guarded():
+            return None  # it runs only where CUDA is: `None if ... else "cpu"` would always be None
         available = self.facts.spelling("torch.cuda.is_available", bound=lambda n: name_bound_at(n, self.ctx.ancestors))
         if available is None:
             return None  # no name of the file reaches `torch.cuda` where the load runs
         value = cst.parse_expression(f'None if {available}() else "cpu"')
         return NodeFix(UNSAFE, f'Add `map_location=None if {available}() else "cpu"`', node,
                        edits.add_arg(node, edits.keyword_arg("map_location", value)))
+
+    def _in_arm_with_cuda(self) -> bool:
+        """Whether the load is in the arm of an `if` (or a conditional expression) taken only where
+        CUDA is: the body of `if torch.cuda.is_available():` (or `torch.cuda.device_count() > 0`,
+        also as a part of an `and`), the `else` of `if not torch.cuda.is_available():`. Only a
+        test of availability itself counts: a device name compared with "cpu", a flag, or a
+        checker that may require CUDA only sometimes leaves the load where a CPU box runs it."""
+        chain = self.ctx.ancestors
+        for parent, child in zip(chain, chain[1:]):
+            if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
+                holds = self._availability(parent.test)
+                if holds is not None and (child is parent.body) == holds:
+                    return True
+        return False
+
+    def _availability(self, test: cst.BaseExpression) -> Optional[bool]:
+        """True for a test that holds only where CUDA is, False for one that holds only where it
+        is not, None for any other."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._availability(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return True if True in (self._availability(test.left), self._availability(test.right)) else None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and self._counts_devices(test.left):
+            bound = test.comparisons[0].comparator
+            operator = test.comparisons[0].operator
+            if isinstance(bound, cst.Integer) and (
+                    isinstance(operator, cst.GreaterThan) and bound.value == "0"
+                    or isinstance(operator, cst.GreaterThanEqual) and bound.value == "1"):
+                return True
+            return None
+        if isinstance(test, cst.Call) and self.facts.resolve(test.func) in CUDA_AVAILABLE:
+            return True
+        return None
+
+    def _counts_devices(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self.facts.resolve(expr.func) == "torch.cuda.device_count"
 
     def _retried_with_map_location(self) -> bool:
         """Whether the load is in the body of a `try` whose handler of `RuntimeError` (the error a
