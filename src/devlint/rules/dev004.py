@@ -756,7 +756,8 @@ def _moved_earlier(ancestors: list[cst.CSTNode], name: str, self_name: Optional[
     """Whether a statement before the read, in its block or an enclosing one of the same function,
     reassigns the attribute moved to a tensor's device (`self.NAME = self.NAME.to(x.device)`),
     itself or as the body of an `if` (no `else`) that tests where the attribute is (`if
-    self.NAME.device != x.device:`: where the test fails, it is there already): the read then finds it there, at every call."""
+    self.NAME.device != x.device:`: where the test fails, it is there already): the read then
+    finds it there, at every call."""
     starts = [i for i, node in enumerate(ancestors) if isinstance(node, (cst.FunctionDef, cst.Lambda))]
     if not starts or not isinstance(ancestors[starts[-1]], cst.FunctionDef):
         return False
