@@ -478,3 +478,80 @@ def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) 
 # The names a tensor parameter's annotation gives its type.
 TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor"})
 
+
+# --- tests of where a parameter lives -------------------------------------------------------
+def cpu_test(test: cst.BaseExpression, params) -> bool | None:
+    """True when `test` holds only where a parameter is on the CPU, False when only where it is
+    not, None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = cpu_test(test.expression, params)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        # `x.is_cuda or mkl`: false only where x is on the CPU (the `else` arm is the CPU's);
+        # `x.is_cpu and n > 1`: true only where it is
+        parts = [cpu_test(test.left, params), cpu_test(test.right, params)]
+        decisive = False if isinstance(test.operator, cst.Or) else True
+        return decisive if decisive in parts else None
+    if isinstance(test, cst.Attribute) and _parameter_member(test.value, params):
+        return {"is_cpu": True, "is_cuda": False}.get(test.attr.value)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if _device_index_of_parameter(test.left, params):
+            return _holds_for_cpu_index(operator, _integer(right))
+        if isinstance(operator, (cst.Equal, cst.NotEqual)) and _device_of_parameter(test.left, params):
+            named = _named_device(right)
+            # `x.device.type == "cuda"` reads as `x.is_cuda` (not `x.device == "cuda"`: a
+            # `cuda:0` tensor's device is not equal to `cuda`)
+            by_type = isinstance(test.left, cst.Attribute) and test.left.attr.value == "type"
+            if named == "cpu" or named == "cuda" and by_type:
+                return isinstance(operator, cst.Equal) == (named == "cpu")
+    return None
+
+
+def _parameter_member(expr: cst.BaseExpression, params) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in params
+
+
+def _device_of_parameter(expr: cst.BaseExpression, params) -> bool:
+    """`x.device`, `x.device.type`, `str(x.device)` of a parameter x."""
+    if isinstance(expr, cst.Call) and syntax.dotted_name(expr.func) == "str" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
+        expr = expr.value
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and _parameter_member(expr.value, params)
+
+
+def _device_index_of_parameter(expr: cst.BaseExpression, params) -> bool:
+    """`x.get_device()` of a parameter x: -1 for a CPU tensor, the GPU's ordinal otherwise."""
+    return isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+        and expr.func.attr.value == "get_device" and _parameter_member(expr.func.value, params)
+
+
+def _holds_for_cpu_index(operator, bound: int | None) -> bool | None:
+    """Whether `x.get_device() <operator> bound` holds only where x is on the CPU (True), only
+    where it is not (False), or either (None): `< 0` and `== -1` hold only for the CPU's -1, `>= 0`
+    and `!= -1` only for a GPU's ordinal."""
+    if bound is None:
+        return None
+    decisive = {cst.LessThan: bound == 0, cst.LessThanEqual: bound == -1, cst.Equal: bound == -1,
+                cst.GreaterThanEqual: bound == 0, cst.GreaterThan: bound == -1, cst.NotEqual: bound == -1}
+    if not decisive.get(type(operator), False):
+        return None
+    return isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.Equal))
+
+
+def _integer(expr: cst.BaseExpression) -> int | None:
+    """The value of an integer literal, or of one negated (`-1`), read from its text."""
+    sign = 1
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        sign, expr = -1, expr.expression
+    if isinstance(expr, cst.Integer) and expr.value.isdigit():
+        return sign * int(expr.value)
+    return None
+
+
+def _named_device(expr: cst.BaseExpression) -> str | None:
+    """The device a string or `torch.device(...)` of one names: `"cpu"`, `torch.device("cuda")`."""
+    if isinstance(expr, cst.Call) and syntax.last_name(expr.func) == "device" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    return syntax.string_value(expr)

@@ -14,7 +14,7 @@ from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
 from devlint.analysis.parameters import (
-    a_number_here, assigned_names, first_fit, is_derived, module_self, not_a_tensor_here,
+    a_number_here, assigned_names, cpu_test, first_fit, is_derived, module_self, not_a_tensor_here,
     stable_parameters, tensor_parameters, used_tensor_params,
 )
 from devlint.semantic.bindings import scope_bindings
@@ -1159,7 +1159,6 @@ class FunctionValues:
         parameter itself in the arm where the test says it is on the CPU."""
         if not isinstance(value, cst.IfExp):
             return False
-        from devlint.rules.dev003 import cpu_test  # the rule's reading of placement tests (it imports this module)
         on_cpu = cpu_test(value.test, self.params)
 
         def host(arm: cst.BaseExpression, cpu_side: bool) -> bool:
