@@ -372,16 +372,20 @@ def declared_alternatives(name: str, function: Optional[cst.FunctionDef], facts)
     """The classes besides a tensor that a parameter's annotation declares it may hold
     (`X: torch.Tensor | PackedSequence`): where `isinstance(X, PackedSequence)` passed, X is no
     tensor. Empty when the annotation names no tensor, or holds a member that is no name."""
-    declared = next((p for p in syntax.all_params(function.params) if p.name.value == name), None) if function else None
-    if declared is None or declared.annotation is None:
-        return frozenset()
-    members = values.union_members(declared.annotation.annotation)
-    if None in members:
-        return frozenset()
-    resolved = {facts.resolve_dotted(m) or m for m in members}
-    if not resolved & TENSOR_TYPES:
+    resolved = _declared_union(name, function, facts)
+    if not resolved or not resolved & TENSOR_TYPES:
         return frozenset()
     return frozenset(resolved - TENSOR_TYPES - {"None", "Any", "object", "typing.Any"})
+
+
+def _declared_union(name: str, function: Optional[cst.FunctionDef], facts) -> Optional[set[str]]:
+    """The members of a parameter's annotation read as a union, each by its qualified name; None
+    without an annotation or where a member is no name (`list[int]`)."""
+    declared = next((p for p in syntax.all_params(function.params) if p.name.value == name), None) if function else None
+    if declared is None or declared.annotation is None:
+        return None
+    members = values.union_members(declared.annotation.annotation)
+    return None if None in members else {facts.resolve_dotted(m) or m for m in members}
 
 
 def _only_alternatives(test: cst.BaseExpression, name: str, facts, alternatives: frozenset[str]) -> bool:
@@ -464,13 +468,9 @@ def a_number_here(data: cst.BaseExpression, path: Sequence[cst.CSTNode], facts) 
             if types:
                 return False  # `isinstance(v, (float, np.ndarray, list))`: the code says it may be more
     function = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
-    declared = next((p for p in syntax.all_params(function.params) if p.name.value == data.value), None) if function else None
-    if declared is None or declared.annotation is None or not not_a_tensor_here(data, path, facts):
+    resolved = _declared_union(data.value, function, facts)
+    if resolved is None or not not_a_tensor_here(data, path, facts):
         return False
-    members = values.union_members(declared.annotation.annotation)
-    if None in members:
-        return False  # a member that is no name (`list[int]`)
-    resolved = {facts.resolve_dotted(m) or m for m in members}
     others = resolved - TENSOR_TYPES  # a union that names the tensor its test rules out, and numbers
     return others != resolved and bool(others & NUMBER_TYPES) and others <= NUMBER_TYPES | {"None"}
 

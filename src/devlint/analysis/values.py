@@ -38,8 +38,7 @@ def _names_cuda_type(expr: cst.BaseExpression, facts) -> bool:
     torch.FloatTensor`): a copy onto the GPU wherever there is one."""
     if isinstance(expr, cst.Name) and expr.value in facts.cuda_type_aliases:
         return True
-    name = facts.resolve(expr) or syntax.string_value(expr) or ""
-    return name.startswith("torch.cuda.") and name.endswith("Tensor")
+    return names.is_legacy_cuda_type(facts.resolve(expr) or syntax.string_value(expr) or "")
 
 
 # What a tensor is, not where its data lives: reading one of these meets no other tensor.

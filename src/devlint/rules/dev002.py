@@ -32,9 +32,7 @@ class LoadWithoutMapLocation(Rule):
         slot = names.LOADERS.get(qualified)
         if slot is None:
             return
-        if syntax.keyword(node, "map_location") is not None or syntax.has_star_args(node):
-            return
-        if len(syntax.positional(node)) > slot:
+        if _passes_map_location(node, slot) or syntax.has_star_args(node):
             return
         # In the arm of a test of CUDA's availability the error this rule is about cannot happen;
         # where a handler of that error loads again with `map_location`, the code handles it.
@@ -122,10 +120,9 @@ class LoadWithoutMapLocation(Rule):
         return False
 
     def _maps(self, call: cst.Call) -> bool:
-        """A loader called with `map_location` (keyword or positional slot)."""
+        """A loader called with `map_location`."""
         slot = names.LOADERS.get(self.facts.resolve(call.func))
-        return slot is not None and (
-            syntax.keyword(call, "map_location") is not None or len(syntax.positional(call)) > slot)
+        return slot is not None and _passes_map_location(call, slot)
 
     def _loaded_through_name(self) -> bool:
         """`state = torch.load(p)` (or `torch.load(p)["model"]`) whose name the scope uses once,
@@ -160,6 +157,11 @@ class LoadWithoutMapLocation(Rule):
     def _in_setstate(self) -> bool:
         frame = self.ctx.function
         return frame is not None and frame.method == "__setstate__"
+
+
+def _passes_map_location(call: cst.Call, slot: int) -> bool:
+    """`map_location` given as a keyword or in its positional slot (`torch.load(f, "cpu")`)."""
+    return syntax.keyword(call, "map_location") is not None or len(syntax.positional(call)) > slot
 
 
 def _only_use(scope: cst.CSTNode, target: cst.Name) -> Optional[list[cst.CSTNode]]:

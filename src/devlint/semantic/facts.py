@@ -263,8 +263,7 @@ class FileFacts:
 
     def _scan_module_assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.IfExp) and any(
-                (self.resolve(arm) or "").startswith("torch.cuda.") and (self.resolve(arm) or "").endswith("Tensor")
-                for arm in (node.value.body, node.value.orelse)):
+                names.is_legacy_cuda_type(self.resolve(arm) or "") for arm in (node.value.body, node.value.orelse)):
             self.cuda_type_aliases.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         held = self.resolve(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
         cpu_type = held in names.LEGACY_CONSTRUCTORS and held != "torch.Tensor"

@@ -202,3 +202,7 @@ def makes_nn_object(qualified: str) -> bool:
     parts = qualified.split(".")
     return parts[:2] == ["torch", "nn"] and any(part[:1].isupper() for part in parts[2:])
 
+
+def is_legacy_cuda_type(qualified: str) -> bool:
+    """`torch.cuda.FloatTensor` and its kin: a legacy CUDA tensor type."""
+    return qualified.startswith("torch.cuda.") and qualified.endswith("Tensor")
