@@ -126,7 +126,7 @@ def check_module(
     fraction of libcst's (see `positions.py`). `target_torch` picks fixes and advice; `project`
     answers what the file's classes inherit from the rest of the project."""
     rule_classes = list(rule_classes)
-    ctx = Context(FileFacts(module, project), target_torch, project)
+    ctx = Context(FileFacts(module, project, source), target_torch, project)
     for analysis in in_dependency_order(rule_classes):  # only what the selected rules need
         ctx.analyses[analysis] = analysis(ctx)
     rules = [cls(ctx) for cls in rule_classes]

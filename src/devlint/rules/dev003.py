@@ -48,7 +48,7 @@ class FactoryWithoutDevice(Rule):
         if frame is None:
             return
         source = self.facts.is_tensor_source(node)
-        if source is None or self.ctx[DeviceContexts].active:
+        if source is None or self.ctx[DeviceContexts].active or self.facts.stays_on_default_device:
             return
         if syntax.keyword(node, "device") or syntax.keyword(node, "out") or syntax.has_double_star(node):
             return

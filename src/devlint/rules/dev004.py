@@ -239,7 +239,7 @@ class UnregisteredTensorAttribute(Rule):
         lightning = self._is_lightning_module(node)
         if lightning:
             self.lightning_classes.add(node.name.value)
-        if not state.candidates or self._sets_tensor_attributes(node):
+        if not state.candidates or self._sets_tensor_attributes(node) or self.facts.stays_on_default_device:
             return  # (a `__setattr__` of the class or of a base registers its tensors as buffers)
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)

@@ -146,7 +146,7 @@ class InputDeviceMismatch(Rule):
     # --- findings ------------------------------------------------------------------------------
     def _check_scope(self, scan: ScopeScan) -> None:
         scope = self._scopes.pop(scan)
-        if scope is None:
+        if scope is None or self.facts.stays_on_default_device:
             return
         for site, meet in scope.meets.items():
             if _kept_on_host(meet.use, scope) or _handed_in_beside_a_global(scan, meet):

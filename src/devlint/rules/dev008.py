@@ -36,7 +36,10 @@ class NumpyOnDeviceTensor(Rule):
                 self._numpy_calls[scan].append((call, evidence))
 
     def _check_scope(self, scan: ScopeScan) -> None:
-        for call, placed in self._numpy_calls.pop(scan) or []:
+        numpy_calls = self._numpy_calls.pop(scan) or []
+        if self.facts.stays_on_default_device:
+            return
+        for call, placed in numpy_calls:
             if syntax.in_exclusive_arms(scan.root, placed[0], call):
                 continue  # `if pt: x = x.to(d)` / `else: x = x.numpy()`: never in one pass
             func = call.func

@@ -32,7 +32,7 @@ class ModuleBuiltInForward(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
-        if frame is None or frame.klass is None:
+        if frame is None or frame.klass is None or self.facts.stays_on_default_device:
             return
         built = self._tensors.built(node, self.ctx.ancestors)
         if built is None or syntax.keyword(node, "device") or syntax.has_double_star(node):

@@ -9,6 +9,7 @@ functions are added as the traversal meets them.
 from __future__ import annotations
 
 import builtins
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -32,8 +33,9 @@ class ClassInfo:
 
 
 class FileFacts:
-    def __init__(self, module: cst.Module, project: Optional[ProjectView] = None) -> None:
-        self.project = project  # what the file's classes inherit from other files, where known
+    def __init__(self, module: cst.Module, project: Optional[ProjectView] = None, source: Optional[str] = None) -> None:
+        self.project = project
+        self._source = source  # the text the module was parsed from, where the engine has it  # what the file's classes inherit from other files, where known
         self.aliases: dict[str, str] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.functions: dict[str, list[cst.FunctionDef]] = {}  # module-level, by name
@@ -59,6 +61,22 @@ class FileFacts:
             # Snippets and notebooks use `torch` without importing it in this file.
             self.aliases.setdefault("torch", "torch")
         self._classify_modules()
+
+    @property
+    def stays_on_default_device(self) -> bool:
+        """A test module (one that imports pytest or unittest, or defines `test_*` functions or
+        `Test*` classes of `test_*` methods)
+        whose text never names a device: no `cuda`, `device`, `mps`, `xpu`, `npu`, `hpu`, `xla`,
+        `accelerator`, no `.to(`. A test makes its own inputs, and here nothing places them:
+        every tensor stays on the default device, so none meets a tensor on another."""
+        if "stays_on_default_device" not in self.memo:
+            tests = any(t.partition(".")[0] in ("pytest", "unittest") for t in self.aliases.values()) or any(
+                name.startswith("test_") for name in self.functions) or any(
+                info.name.startswith("Test") and any(m.startswith("test_") for m in info.methods)
+                for info in self.classes.values())
+            text = self._source if self._source is not None else (self.module.code if tests else "")
+            self.memo["stays_on_default_device"] = tests and _NAMES_A_DEVICE.search(text) is None
+        return self.memo["stays_on_default_device"]
 
     # --- names -------------------------------------------------------------------------
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
@@ -389,6 +407,10 @@ class FileFacts:
                             and any(_builds_nn_object(a.value, self) for a in node.args):
                         return True  # `self.layers.append(nn.Linear(...))`
         return False
+
+
+# Any word of a device in a file's text (a comment counts too: rather one finding too many).
+_NAMES_A_DEVICE = re.compile(r"cuda|device|\bmps\b|xpu|\bnpu\b|\bhpu\b|\bxla\b|accelerat|\.to\(", re.IGNORECASE)
 
 
 def _standard_package(package: Optional[str]) -> bool:
