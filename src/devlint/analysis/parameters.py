@@ -378,6 +378,16 @@ def declared_alternatives(name: str, function: Optional[cst.FunctionDef], facts)
     return frozenset(resolved - TENSOR_TYPES - {"None", "Any", "object", "typing.Any"})
 
 
+def declared_without_tensor(name: str, function: Optional[cst.FunctionDef], facts) -> bool:
+    """Whether a parameter's annotation names only classes other than a tensor (`w: float`,
+    `w: list[float]`, `w: float | np.ndarray`); False without an annotation."""
+    declared = next((p for p in syntax.all_params(function.params) if p.name.value == name), None) if function else None
+    if declared is None or declared.annotation is None:
+        return False
+    members = {facts.resolve_dotted(m) or m if m is not None else None for m in values.union_members(declared.annotation.annotation)}
+    return bool(members) and not members & (TENSOR_TYPES | {"Any", "typing.Any", "object"})
+
+
 def _declared_union(name: str, function: Optional[cst.FunctionDef], facts) -> Optional[set[str]]:
     """The members of a parameter's annotation read as a union, each by its qualified name; None
     without an annotation or where a member is no name (`list[int]`)."""

@@ -14,8 +14,8 @@ from devlint.analysis import values
 from devlint.core import syntax
 from devlint.torchinfo import names
 from devlint.analysis.parameters import (
-    a_number_here, assigned_names, cpu_test, first_fit, is_derived, module_self, not_a_tensor_here,
-    stable_parameters, tensor_parameters, used_tensor_params,
+    a_number_here, assigned_names, cpu_test, declared_without_tensor, first_fit, is_derived, module_self,
+    not_a_tensor_here, stable_parameters, tensor_parameters, used_tensor_params,
 )
 from devlint.semantic.bindings import scope_bindings
 from devlint.semantic.facts import ClassInfo, FileFacts
@@ -1208,6 +1208,11 @@ class FunctionValues:
 
     def verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         """Whether to flag if this runs at forward time, and otherwise, with the use that decides."""
+        apart = [p for p in self.params if not_a_tensor_here(cst.Name(p), path, self.facts)]
+        if apart:
+            # where a test says a parameter is no tensor (`else` of `if torch.is_tensor(p):`), no
+            # value made from it is on a device: what the other arm bound to it is not bound here
+            return self._without_params(apart).verdict(call, source, path)
         found = self._verdict(call, source, path)
         if not _no_elements(call, source):
             return found
@@ -1218,6 +1223,13 @@ class FunctionValues:
             return None if use is not None and isinstance(use.at, _ARITHMETIC) else use
 
         return Verdict(deciding(found.forward_use), deciding(found.meeting), moved=found.moved)
+
+    def _without_params(self, apart: list[str]) -> "FunctionValues":
+        """The same function's values with the parameters `apart` read as no tensors."""
+        other = FunctionValues(self.node, self.facts, self.is_forward)
+        other.methods, other.klass, other.host_tables = self.methods, self.klass, self.host_tables
+        other._params = [p for p in self.params if p not in apart]
+        return other
 
     def _verdict(self, call: cst.Call, source: str, path) -> "Verdict":
         parent = path[-2] if path[-1] is call else path[-1]
@@ -1235,6 +1247,8 @@ class FunctionValues:
                 return Verdict()  # tensor data keeps its device (`torch.Tensor(t)` is an alias of t)
             if data and self._reads_parameter_unbound(data[0].value, call):
                 return Verdict()  # `t = torch.as_tensor(t)`: t is still the tensor parameter here
+            if data and source == names.AS_TENSOR and self._may_be_a_tensor_parameter(data[0].value, call):
+                return Verdict()  # `v = torch.as_tensor(v)`: of a tensor, `as_tensor` keeps it where it is
             if data and self._tensor_data(data[0].value, path):
                 return Verdict()  # `torch.tensor(-s / 2)` with `s = self.s.to(x)`: copied where s is
             if data and not isinstance(data[0].value, (cst.List, cst.Tuple, *values.COMPREHENSIONS)) and is_derived(
@@ -1433,6 +1447,16 @@ class FunctionValues:
                 if statement is not None and call not in set(syntax.walk(statement)):
                     return False
         return False
+
+    def _may_be_a_tensor_parameter(self, data: cst.BaseExpression, call: cst.Call) -> bool:
+        """`data` names a parameter, not rebound before `call`, that may hold a tensor: its
+        annotation, if any, names a tensor (the test that it is none is asked before)."""
+        declared = syntax.param_names(self.node.params)
+        if self.klass is not None and "staticmethod" not in syntax.decorator_names(self.node):
+            declared = declared[1:]  # `self` or `cls`
+        return isinstance(data, cst.Name) and data.value in declared \
+            and not declared_without_tensor(data.value, self.node, self.facts) \
+            and self._reads_parameter_unbound(data, call, declared)
 
     def _comparison_not_of_arrays(self, expr: cst.BaseExpression) -> bool:
         """`a > 0`, `f(c) < y`: a comparison gives a Python bool or a tensor where its operands

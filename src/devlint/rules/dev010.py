@@ -286,6 +286,8 @@ class _Scope:
         """`loader`, `self.train_loader`, `enumerate(loader)`, `tqdm(loader)`."""
         if isinstance(iterated, cst.Call) and iterated.args and syntax.last_name(iterated.func) in ("enumerate", "tqdm", "iter"):
             return self._is_loader(iterated.args[0].value)
+        if self._is_graph_loader(iterated):
+            return False  # its items are graph batches, whose `.to()` moves them in place
         name = syntax.last_name(iterated) or ""
         if name.lower().endswith("loader"):
             return True
@@ -293,6 +295,15 @@ class _Scope:
         return key is not None and any(
             isinstance(v, cst.Call) and syntax.last_name(v.func) == "DataLoader" for v in self.bindings.get(key, []) if v is not None
         )
+
+    def _is_graph_loader(self, iterated: cst.BaseExpression) -> bool:
+        """A loader of the graph library torch_geometric (`DataLoader` imported from
+        `torch_geometric.loader` or `torch_geometric.data`), made where it is named or bound
+        to the name: it yields `Batch` objects."""
+        key = _key(iterated)
+        made = [iterated] if isinstance(iterated, cst.Call) else self.bindings.get(key, []) if key is not None else []
+        return bool(made) and all(
+            isinstance(v, cst.Call) and (self.facts.resolve(v.func) or "").startswith("torch_geometric.") for v in made)
 
     def _is_loader_item(self, expr: cst.BaseExpression) -> bool:
         """An item of iterating a loader (`for batch in loader`, `next(iter(loader))`)."""
