@@ -891,11 +891,22 @@ def _moved_at_read(ancestors: list[cst.CSTNode], self_name: Optional[str], facts
     value = device.value
     if values.is_tensor_device(value, self_name):  # `x.device`, `self.weight.device`
         return True
+    if method.attr.value == "type_as" and _rooted_in_self(value, self_name):
+        return True  # `.type_as(self.generator.model[0].weight)`: a tensor of this object
     if isinstance(value, cst.Name) and value.value in local.device_names():  # `device = x.device`
         return True
     # `.to(x)`: a local name, not an imported one (`from torch import float16`)
     return (device.keyword is None and isinstance(value, cst.Name) and facts.resolve(value) is None
             and values.may_be_tensor(value, self_name))
+
+
+def _rooted_in_self(value: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    """`self.a.b[0].c`: an attribute chain (through indices) that starts at the object itself."""
+    if not isinstance(value, (cst.Attribute, cst.Subscript)):
+        return False
+    while isinstance(value, (cst.Attribute, cst.Subscript)):
+        value = value.value
+    return self_name is not None and isinstance(value, cst.Name) and value.value == self_name
 
 
 # torch functions whose result is a tensor where their one tensor argument is (no `device=`)

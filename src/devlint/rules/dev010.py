@@ -338,11 +338,14 @@ class _Scope:
 
 def _made_here(expr: cst.BaseExpression, facts) -> bool:
     """A method chain that starts with a tensor factory (`torch.ones(0).float()`) or with what a
-    function or a module returns (`model(x).detach()`, `self.net(x)`): a value the statement
-    makes, which no name holds. Not a chain on a name's value (`x.float()`: a copy of `x`)."""
+    function or a module returns (`model(x).detach()`, `self.net(x)`), or with arithmetic on such
+    values and numbers: a value the statement makes, which no name holds. Not a chain on a
+    name's value (`x.float()`, `(x + 1).cpu()`: a copy of `x`)."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-            and isinstance(expr.func.value, cst.Call):
+            and isinstance(expr.func.value, (cst.Call, cst.BinaryOperation)):
         expr = expr.func.value
+    if isinstance(expr, cst.BinaryOperation):  # `(torch.zeros(1, device="cuda") + 1).cpu()`
+        return all(isinstance(side, (cst.Integer, cst.Float)) or _made_here(side, facts) for side in (expr.left, expr.right))
     if not isinstance(expr, cst.Call):
         return False
     func = expr.func
