@@ -1659,7 +1659,8 @@ def _stored_then_moved(path, store, facts, rebound: bool = False) -> bool:
 def _stored_where_moved_at_every_read(path, store, met, facts, part: Optional[cst.BaseExpression] = None) -> bool:
     """`store` puts the value in `self.NAME` (`self.NAME = v`, an item `self.NAME[key] = v`, or
     `part`, one element of `self.a, self.b = f(x)`) in a method, and every read of `self.NAME` in
-    the class's methods after construction (not in `__init__`) moves it where it is read
+    the methods of the class, of its same-file bases and subclasses after construction (not in
+    `__init__`) moves it where it is read
     (`self.NAME.to(x.device)`; for an item store `self.NAME[key].to(x)`), comes after a statement
     of its function that moves it back (`self.NAME = self.NAME.to(x.device)`, also in an `if` that
     tests it), or reads only what it is (`.device`, `.shape`, `.dtype`, `is None`, `key in
@@ -1677,9 +1678,12 @@ def _stored_where_moved_at_every_read(path, store, met, facts, part: Optional[cs
     if not isinstance(definer, ClassInfo) or not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
                                                   and target.value.value == syntax.self_name(method)):
         return False
-    klass, name = definer.node, target.attr.value
+    name = target.attr.value
+    # the class, its same-file bases (a base's `forward` reads what a subclass's method stores)
+    # and its same-file subclasses
+    classes = {id(c): c for c in (*facts.lineage(definer), *facts.with_subclasses(definer))}.values()
     reads = 0
-    for function in syntax.block_statements(klass.body):
+    for function in (f for c in classes for f in syntax.block_statements(c.node.body)):
         me = syntax.self_name(function) if isinstance(function, cst.FunctionDef) else None
         if me is None or function.name.value == "__init__":
             continue

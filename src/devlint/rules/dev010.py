@@ -170,7 +170,7 @@ class _Scope:
             key = _key(node.value)
             if key is not None:
                 self.non_tensor_uses.add(key)
-        elif isinstance(node, cst.BinaryOperation):
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, ARITHMETIC):
             if any(isinstance(o, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
                    for o in (node.left, node.right)):
                 return  # `"df." + name`, `"%s" % name`: string operations, no tensor
@@ -216,8 +216,10 @@ class _Scope:
         key = _key(expr)
         if key is not None:
             return self._name_is_tensor(key, depth)
-        if isinstance(expr, (cst.BinaryOperation,)):
-            return True  # no module has arithmetic, and numbers have no `.to()`
+        if isinstance(expr, cst.BinaryOperation):
+            # no module has arithmetic, and numbers have no `.to()`; `|`, `&`, `^` and shifts are
+            # also sets', flags' and pipes' (`wave | chain`)
+            return isinstance(expr.operator, ARITHMETIC)
         if isinstance(expr, cst.UnaryOperation):
             return not isinstance(expr.operator, cst.Not)
         if isinstance(expr, cst.Subscript):
@@ -334,6 +336,10 @@ class _Scope:
         key = _key(expr)
         values = self.bindings.get(key, []) if key is not None else []
         return bool(values) and all(v is not None and self._is_tensor_list(v, depth + 1) for v in values)
+
+
+# the operators of arithmetic, which only numbers and tensors (or arrays) take
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power, cst.MatrixMultiply)
 
 
 def _made_here(expr: cst.BaseExpression, facts) -> bool:
