@@ -131,6 +131,15 @@ def test_soundness_checks():
     assert fixer.soundness_problem("x = 1\n", "x = 2\n") is None
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the f-string below is valid from Python 3.12 on")
+def test_soundness_names_a_file_this_python_cannot_parse():
+    # libcst reads a 3.12 f-string that Python 3.11 rejects: the fix is refused, and the message
+    # says the file itself is the problem, not the fix
+    newer = 'names = f"{\'\\n\'.join(ns)}"\n'
+    problem = fixer.soundness_problem(newer + "x = torch.load(p)\n", newer + 'x = torch.load(p, map_location="cpu")\n')
+    assert problem.startswith(f"this Python ({sys.version_info[0]}.{sys.version_info[1]}) cannot parse the file itself")
+
+
 def test_device_fix_uses_a_parameter_that_is_surely_a_tensor():
     # diffusers MultiAdapter: `adapter_weights` may be None and is rebound; `xs` is the tensor
     source = (
