@@ -381,21 +381,24 @@ def declared_alternatives(name: str, function: Optional[cst.FunctionDef], facts)
 def declared_without_tensor(name: str, function: Optional[cst.FunctionDef], facts) -> bool:
     """Whether a parameter's annotation names only classes other than a tensor (`w: float`,
     `w: list[float]`, `w: float | np.ndarray`); False without an annotation."""
-    declared = next((p for p in syntax.all_params(function.params) if p.name.value == name), None) if function else None
-    if declared is None or declared.annotation is None:
-        return False
-    members = {facts.resolve_dotted(m) or m if m is not None else None for m in values.union_members(declared.annotation.annotation)}
+    members = _declared_members(name, function, facts)
     return bool(members) and not members & (TENSOR_TYPES | {"Any", "typing.Any", "object"})
 
 
 def _declared_union(name: str, function: Optional[cst.FunctionDef], facts) -> Optional[set[str]]:
     """The members of a parameter's annotation read as a union, each by its qualified name; None
     without an annotation or where a member is no name (`list[int]`)."""
+    members = _declared_members(name, function, facts)
+    return None if members is None or None in members else members
+
+
+def _declared_members(name: str, function: Optional[cst.FunctionDef], facts) -> Optional[set]:
+    """The members of a parameter's annotation read as a union, each by its qualified name, and
+    None for a member that is no name (`list[int]`); None without an annotation."""
     declared = next((p for p in syntax.all_params(function.params) if p.name.value == name), None) if function else None
     if declared is None or declared.annotation is None:
         return None
-    members = values.union_members(declared.annotation.annotation)
-    return None if None in members else {facts.resolve_dotted(m) or m for m in members}
+    return {facts.resolve_dotted(m) or m if m is not None else None for m in values.union_members(declared.annotation.annotation)}
 
 
 def _only_alternatives(test: cst.BaseExpression, name: str, facts, alternatives: frozenset[str]) -> bool:

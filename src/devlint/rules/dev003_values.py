@@ -1010,6 +1010,7 @@ class FunctionValues:
         self._source_names: Optional[dict[str, str]] = None
         self._flow: Optional[_Flow] = None
         self._used_params: Optional[list[tuple[str, bool]]] = None
+        self._views: dict[tuple, "FunctionValues"] = {}  # by the parameters read as no tensors
 
     @property
     def params(self) -> list[str]:
@@ -1225,10 +1226,14 @@ class FunctionValues:
         return Verdict(deciding(found.forward_use), deciding(found.meeting), moved=found.moved)
 
     def _without_params(self, apart: list[str]) -> "FunctionValues":
-        """The same function's values with the parameters `apart` read as no tensors."""
-        other = FunctionValues(self.node, self.facts, self.is_forward)
-        other.methods, other.klass, other.host_tables = self.methods, self.klass, self.host_tables
-        other._params = [p for p in self.params if p not in apart]
+        """The same function's values with the parameters `apart` read as no tensors (one view
+        for each such set, shared by the factories of that arm)."""
+        key = tuple(apart)
+        other = self._views.get(key)
+        if other is None:
+            other = self._views[key] = FunctionValues(self.node, self.facts, self.is_forward)
+            other.methods, other.klass, other.host_tables = self.methods, self.klass, self.host_tables
+            other._params = [p for p in self.params if p not in apart]
         return other
 
     def _verdict(self, call: cst.Call, source: str, path) -> "Verdict":

@@ -302,8 +302,11 @@ class _Scope:
         """A loader of the graph library torch_geometric (`DataLoader` imported from
         `torch_geometric.loader` or `torch_geometric.data`), made where it is named or bound
         to the name: it yields `Batch` objects."""
-        key = _key(iterated)
-        made = [iterated] if isinstance(iterated, cst.Call) else self.bindings.get(key, []) if key is not None else []
+        if isinstance(iterated, cst.Call):
+            made = [iterated]
+        else:
+            key = _key(iterated)
+            made = self.bindings.get(key, []) if key is not None else []
         return bool(made) and all(
             isinstance(v, cst.Call) and (self.facts.resolve(v.func) or "").startswith("torch_geometric.") for v in made)
 

@@ -34,8 +34,8 @@ class ClassInfo:
 
 class FileFacts:
     def __init__(self, module: cst.Module, project: Optional[ProjectView] = None, source: Optional[str] = None) -> None:
-        self.project = project
-        self._source = source  # the text the module was parsed from, where the engine has it  # what the file's classes inherit from other files, where known
+        self.project = project  # what the file's classes inherit from other files, where known
+        self._source = source  # the text the module was parsed from, where the engine has it
         self.aliases: dict[str, str] = {}
         self.classes: dict[cst.ClassDef, ClassInfo] = {}
         self.functions: dict[str, list[cst.FunctionDef]] = {}  # module-level, by name
@@ -65,10 +65,10 @@ class FileFacts:
     @property
     def stays_on_default_device(self) -> bool:
         """A test module (one that imports pytest or unittest, or defines `test_*` functions or
-        `Test*` classes of `test_*` methods)
-        whose text never names a device: no `cuda`, `device`, `mps`, `xpu`, `npu`, `hpu`, `xla`,
-        `accelerator`, no `.to(`. A test makes its own inputs, and here nothing places them:
-        every tensor stays on the default device, so none meets a tensor on another."""
+        `Test*` classes of `test_*` methods) whose text never names a device: no `cuda`, `device`,
+        `mps`, `xpu`, `npu`, `hpu`, `xla`, `accelerator`, no `.to(`. A test makes its own inputs,
+        and here nothing places them: every tensor stays on the default device, so none meets a
+        tensor on another."""
         if "stays_on_default_device" not in self.memo:
             tests = any(t.partition(".")[0] in ("pytest", "unittest") for t in self.aliases.values()) or any(
                 name.startswith("test_") for name in self.functions) or any(
