@@ -245,3 +245,52 @@ def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
         else:
             break
     return expr
+
+
+def saved_by_its_class(load: cst.Call, method: cst.FunctionDef, methods: list[cst.FunctionDef]) -> bool:
+    """Whether another of `methods` (those of the load's class and its same-file bases) saves to
+    the path `load` reads in `method`, a path built from the object's attributes and constants
+    only (`self.processed_paths[0]`, `osp.join(self.root, "cache.pt")`, through local names bound
+    to such): the class's own file, which it wrote from what it made."""
+    path = path_argument(load)
+    if path is None:
+        return False
+    wanted = _canonical(_resolved_in(method, path, load))
+    self_name = syntax.instance_self(method)
+    if self_name is None or not _built_from_the_object(wanted, method, self_name):
+        return False
+    for other in methods:
+        if other is method or syntax.instance_self(other) != self_name:
+            continue
+        for node in syntax.walk(other.body):
+            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower() and any(
+                    _canonical(_resolved_in(other, arg.value, arg)).deep_equals(wanted) for arg in node.args):
+                return True
+    return False
+
+
+def _resolved_in(function: cst.FunctionDef, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.BaseExpression:
+    """expr, a local name standing for the expression it was last bound to in function before `at`."""
+    expr = _unwrap_path(expr)
+    if not isinstance(expr, cst.Name):
+        return expr
+    last = None
+    for node in syntax.walk(function.body):
+        if node is at:
+            break
+        target, value = _binding(node)
+        if target == expr.value:
+            last = value
+    return _unwrap_path(last) if last is not None else expr
+
+
+def _built_from_the_object(expr: cst.BaseExpression, method: cst.FunctionDef, self_name: str) -> bool:
+    """Whether every name in expr is the object itself or a name the method neither takes nor
+    binds (a module, a constant): the same expression means the same path in every method."""
+    local = set(syntax.param_names(method.params)) - {self_name}
+    for node in syntax.walk(method.body):
+        target, _ = _binding(node)
+        if target is not None:
+            local.add(target)
+    mentioned = [n.value for n in syntax.walk_expressions(expr) if isinstance(n, cst.Name)]
+    return self_name in mentioned and not any(name in local for name in mentioned)

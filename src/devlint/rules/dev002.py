@@ -43,6 +43,8 @@ class LoadWithoutMapLocation(Rule):
         frame = self.ctx.function
         if round_trips.round_trip(node, frame.node if frame is not None else self.ctx.ancestors[0]):
             return
+        if self._data_set_cache(node):
+            return
         # Into load_state_dict, the module copies the tensors onto its own device: mapping
         # them to the CPU changes nothing else. Elsewhere the loaded tensors (or a whole model)
         # land where they were saved, and the program may rely on that: the fix maps them to
@@ -69,6 +71,24 @@ class LoadWithoutMapLocation(Rule):
         value = cst.parse_expression(f'None if {available}() else "cpu"')
         return NodeFix(UNSAFE, f'Add `map_location=None if {available}() else "cpu"`', node,
                        edits.add_arg(node, edits.keyword_arg("map_location", value)))
+
+    def _data_set_cache(self, load: cst.Call) -> bool:
+        """A data set's own cache: the load runs in a method of a data-set class (a base named
+        `*Dataset`, directly or through the file's own classes), of a path that another method
+        of the class or of a same-file base saves to, in a file that never names a device. The
+        class wrote the file from what it made, and nothing in the file places anything off the
+        host: its tensors are CPU tensors."""
+        frame = self.ctx.function
+        info = self.facts.class_info(frame.klass.node) if frame is not None and frame.klass is not None else None
+        if info is None or not self.facts.names_no_device:
+            return False
+        lineage = self.facts.lineage(info)
+        if not any((base or "").rsplit(".", 1)[-1].endswith("Dataset") for owner in lineage for base in owner.base_names):
+            return False
+        if frame.node not in info.methods.get(frame.method, ()):
+            return False  # in a function nested in a method
+        methods = [d for owner in lineage for definitions in owner.methods.values() for d in definitions]
+        return round_trips.saved_by_its_class(load, frame.node, methods)
 
     def _in_arm_with_cuda(self) -> bool:
         """Whether the load is in the arm of an `if` (or a conditional expression) taken only where

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis import values
+from devlint.analysis.device_attributes import scan_class
 from devlint.analysis.forward_time import ForwardTime, ForwardTimeSites
 from devlint.api import SAFE, UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
@@ -247,6 +248,7 @@ class UnregisteredTensorAttribute(Rule):
         loader_time = _loader_time_methods(info)
         class_methods = info.methods if info is not None else {}
         keeps_tensors = self.facts.keeps_its_tensors(node)
+        recorded = scan_class(self.facts, node)
         # the reads of each flagged attribute that move it right there, or after an earlier move
         moving = {}
         for name in {c.target.attr.value for c in state.candidates}:
@@ -287,6 +289,8 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # read only where a DataLoader runs the class's methods on host batches
             if lightning and name == "example_input_array":  # Lightning moves it to the module's device
                 continue
+            if _made_on_recorded_device(candidate.made[0], candidate.self_name, recorded, self.facts):
+                continue  # placed by the device the class records, with all it makes there (DEV012's concern)
             taken = existing is not None and name in existing
             # A buffer follows the module away from the host batches a loader-time method meets it with.
             # Under an `_apply` that moves nothing, a buffer stays where the attribute stays: no fix.
@@ -708,6 +712,37 @@ def _meets_cpu_local(read_paths, facts) -> bool:
                     for node, inner in syntax.walk_with_paths(other, [])):
                 return True  # (not `torch.ones(n).to(self.device)`: moved on the spot)
     return False
+
+
+def _made_on_recorded_device(made: cst.CSTNode, self_name: Optional[str], recorded, facts) -> bool:
+    """Whether the tensor is made on the device the class records for itself (`torch.zeros(n,
+    device=self.device)`, `torch.tensor(v).to(self.device)`, a method chain or arithmetic on
+    such): every tensor made in the expression is placed there. The class places what it makes
+    by that value, not by `model.to()`; a buffer would part from the rest."""
+    if self_name is None or not isinstance(made, cst.BaseExpression):
+        return False
+
+    def recorded_device(arg: Optional[cst.Arg]) -> bool:
+        value = arg.value if arg is not None else None
+        return isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) \
+            and value.value.value == self_name and recorded.recorded_device(value.attr.value, facts) is not None
+
+    placed_in: list[cst.CSTNode] = []  # the receivers of `.to(self.device)`: all they make lands there
+    sources = 0
+    for node in syntax.walk(made):
+        if not isinstance(node, cst.Call):
+            continue
+        if values.is_move(node, facts) and isinstance(node.func, cst.Attribute):
+            if recorded_device(syntax.keyword(node, "device") or next(iter(syntax.positional(node)), None)):
+                placed_in.append(node.func.value)
+            continue
+        if facts.is_tensor_source(node) is None:
+            continue
+        sources += 1
+        if not recorded_device(syntax.keyword(node, "device")) and not any(
+                any(inner is node for inner in syntax.walk(receiver)) for receiver in placed_in):
+            return False
+    return sources > 0
 
 
 def _in_buffer_registration(ancestors: list[cst.CSTNode], self_name: Optional[str]) -> bool:

@@ -2,11 +2,11 @@
 captured in `__init__`. Doc: rules/DEV012.md; fixture: tests/fixtures/DEV012.py."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.device_attributes import ClassAttributes, scan_class
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import host_end
 from devlint.analysis.parameters import first_used_param, not_a_tensor_here, tensor_parameters
@@ -14,28 +14,8 @@ from devlint.api import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix, 
 from devlint.core import edits, syntax
 from devlint.torchinfo import names
 
-DEVICE_LITERALS = ("cpu", "cuda", "mps", "xpu", "meta", "npu", "hpu")
 # torch calls that take `device=` without making a tensor.
 NOT_FACTORIES = ("torch.device", "torch.Generator", "torch.autocast", "torch.cuda.", "torch.nn.", "torch.amp.")
-# Methods that keep a device attribute in step with the module (an override updates it there).
-PLACING_OVERRIDES = frozenset({"to", "_apply", "cuda", "cpu"})
-# Wrappers that gather outputs on a chosen `output_device` on purpose: their subclasses are left alone.
-PARALLEL_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
-
-
-@dataclass
-class _Attribute:
-    init_values: list[cst.BaseExpression] = field(default_factory=list)
-    init_targets: list[cst.CSTNode] = field(default_factory=list)  # the `self.NAME` targets in `__init__`
-    init: Optional[cst.FunctionDef] = None
-    elsewhere: bool = False  # assigned in another method too (or an override of to/_apply/cuda)
-
-
-@dataclass
-class _Class:
-    attributes: dict[str, _Attribute] = field(default_factory=dict)
-    properties: set[str] = field(default_factory=set)
-    parallel: bool = False  # a subclass of DataParallel / DistributedDataParallel
 
 
 class StaleDeviceAttribute(Rule):
@@ -53,7 +33,7 @@ class StaleDeviceAttribute(Rule):
         super().__init__(ctx)
         # by function frame: (attribute name, `self.NAME`, the call, the path down to the call)
         self._uses: FrameState[list[tuple[str, cst.Attribute, cst.Call, tuple]]] = FrameState(list)
-        self._classes: dict[ClassFrame, _Class] = {}
+        self._classes: dict[ClassFrame, ClassAttributes] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -114,10 +94,8 @@ class StaleDeviceAttribute(Rule):
         param = ...  # found on the first report
         moves_module_to = _module_moved_to(frame)
         for name, attribute_node, call, path in uses:
-            attribute = klass.attributes.get(name)
-            if name in klass.properties or attribute is None or attribute.elsewhere or attribute.init is None:
-                continue
-            if not self._holds_device(name, attribute):
+            attribute = klass.recorded_device(name, self.facts)
+            if attribute is None:
                 continue
             if not attribute.init_targets:
                 continue  # no evidence to name: no finding
@@ -157,43 +135,11 @@ class StaleDeviceAttribute(Rule):
             )
 
     # --- the class's attributes --------------------------------------------------------------
-    def _class(self, klass: ClassFrame) -> _Class:
+    def _class(self, klass: ClassFrame) -> ClassAttributes:
         found = self._classes.get(klass)
         if found is None:
-            found = self._classes[klass] = _scan_class(self.facts, klass.node)
+            found = self._classes[klass] = scan_class(self.facts, klass.node)
         return found
-
-    def _holds_device(self, name: str, attribute: _Attribute) -> bool:
-        if "dtype" in name.lower():
-            return False
-        if any(self._is_dtype(v) for v in attribute.init_values):
-            return False
-        if "device" in name.lower():
-            return True
-        return bool(attribute.init_values) and all(self._names_device(v, attribute.init) for v in attribute.init_values)
-
-    def _is_dtype(self, value: cst.BaseExpression) -> bool:
-        return self.facts.resolve(value) in names.DTYPE_NAMES or "dtype" in (syntax.last_name(value) or "").lower()
-
-    def _names_device(self, value: cst.BaseExpression, init: cst.FunctionDef) -> bool:
-        """A device literal, `torch.device(...)`, a device choice, a `torch.device` parameter, a
-        name or attribute containing `device`."""
-        literal = syntax.string_value(value)
-        if literal is not None:
-            return literal.split(":")[0] in DEVICE_LITERALS
-        if isinstance(value, cst.IfExp):
-            return self._names_device(value.body, init) or self._names_device(value.orelse, init)
-        if isinstance(value, cst.Call):
-            return self.facts.resolve(value.func) == "torch.device"
-        if isinstance(value, (cst.Name, cst.Attribute)):
-            if "device" in (syntax.last_name(value) or "").lower():
-                return True
-            if isinstance(value, cst.Name):
-                for param in syntax.all_params(init.params):
-                    if param.name.value == value.value and param.annotation is not None:
-                        annotation = param.annotation.annotation
-                        return self.facts.resolve(annotation) == "torch.device" or syntax.last_name(annotation) == "device"
-        return False
 
 
 def _module_moved_to(frame: FunctionFrame) -> set[str]:
@@ -202,63 +148,6 @@ def _module_moved_to(frame: FunctionFrame) -> set[str]:
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"
             and isinstance(node.func.value, cst.Name) and node.func.value.value == frame.self_name
             for arg in node.args if (name := frame.self_attribute(arg.value)) is not None}
-
-
-def _scan_class(facts, node: cst.ClassDef) -> _Class:
-    """The class's attributes, and those its same-file bases set (`self.device` assigned in a base's
-    `__init__` is the subclass's too): the farthest base first, so the class's own come last."""
-    found = _Class(parallel=_is_parallel_wrapper(facts, node, set()))
-    info = facts.class_info(node)
-    for owner in reversed(facts.lineage(info)) if info is not None else ():
-        _scan_methods(found, owner.methods)
-    return found
-
-
-def _scan_methods(found: _Class, methods: dict) -> None:
-    for method, definitions in methods.items():
-        for definition in definitions:
-            decorators = [d or "" for d in syntax.decorator_names(definition)]
-            if any(d.split(".")[-1] in ("property", "cached_property") or d.endswith((".setter", ".getter")) for d in decorators):
-                found.properties.add(method)
-                continue
-            params = [*definition.params.posonly_params, *definition.params.params]
-            if not params or "staticmethod" in decorators or "classmethod" in decorators:
-                continue
-            self_name = params[0].name.value
-            for target, value, where in _self_assignments(definition, self_name):
-                attribute = found.attributes.setdefault(target, _Attribute())
-                if method == "__init__" and value is not None:
-                    attribute.init_values.append(value)
-                    attribute.init_targets.append(where)
-                    attribute.init = definition
-                else:
-                    attribute.elsewhere = True
-
-
-def _self_assignments(definition: cst.FunctionDef, self_name: str):
-    """(NAME, value or None, the target or call) for each `self.NAME = value`, `self.NAME += ...`,
-    tuple target or `setattr(self, "NAME", ...)` in the method (nested functions included)."""
-    for node in syntax.walk(definition.body):
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            plain = isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None
-            for target in targets:
-                for element in syntax.unpacked_targets(target):
-                    name = _self_name(element, self_name)
-                    if name is not None:
-                        yield name, node.value if plain and element is target else None, element
-        elif isinstance(node, cst.Call) and syntax.dotted_name(node.func) == "setattr":
-            args = syntax.positional(node)
-            if len(args) >= 2 and syntax.dotted_name(args[0].value) == self_name:
-                attribute = syntax.string_value(args[1].value)
-                if attribute is not None:
-                    yield attribute, None, node
-
-
-def _self_name(expr: cst.BaseExpression, self_name: str) -> Optional[str]:
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == self_name:
-        return expr.attr.value
-    return None
 
 
 def _moves_param_too(uses: list, attribute: str, param: str, call: cst.Call) -> bool:
@@ -358,18 +247,3 @@ def _last_binding(function: cst.FunctionDef, name: str, at: cst.CSTNode) -> Opti
 
 def _holds(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return any(n is inner for n in syntax.walk_expressions(node))
-
-
-def _is_parallel_wrapper(facts, node: cst.ClassDef, seen: set) -> bool:
-    """A subclass of `DataParallel` / `DistributedDataParallel`, directly or through a same-file base."""
-    seen.add(id(node))
-    info = facts.class_info(node)
-    for base in info.base_names if info is not None else ():
-        if base is None:
-            continue
-        if base.rsplit(".", 1)[-1] in PARALLEL_WRAPPERS:
-            return True
-        for other in facts.classes.values():
-            if other.name == base and id(other.node) not in seen and _is_parallel_wrapper(facts, other.node, seen):
-                return True
-    return False

@@ -74,9 +74,18 @@ class FileFacts:
                 name.startswith("test_") for name in self.functions) or any(
                 info.name.startswith("Test") and any(m.startswith("test_") for m in info.methods)
                 for info in self.classes.values())
-            text = self._source if self._source is not None else (self.module.code if tests else "")
-            self.memo["stays_on_default_device"] = tests and _NAMES_A_DEVICE.search(text) is None
+            self.memo["stays_on_default_device"] = tests and self.names_no_device
         return self.memo["stays_on_default_device"]
+
+    @property
+    def names_no_device(self) -> bool:
+        """The file's text never names a device: no `cuda`, `device`, `mps`, `xpu`, `npu`, `hpu`,
+        `xla`, `accelerator`, no `.to(`, even in a comment. Nothing in it places a value anywhere
+        but the default device."""
+        if "names_no_device" not in self.memo:
+            text = self._source if self._source is not None else self.module.code
+            self.memo["names_no_device"] = _NAMES_A_DEVICE.search(text) is None
+        return self.memo["names_no_device"]
 
     # --- names -------------------------------------------------------------------------
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
