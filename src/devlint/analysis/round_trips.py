@@ -249,22 +249,27 @@ def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def saved_by_its_class(load: cst.Call, method: cst.FunctionDef, methods: list[cst.FunctionDef]) -> bool:
     """Whether another of `methods` (those of the load's class and its same-file bases) saves to
-    the path `load` reads in `method`, a path built from the object's attributes and constants
-    only (`self.processed_paths[0]`, `osp.join(self.root, "cache.pt")`, through local names bound
-    to such): the class's own file, which it wrote from what it made."""
+    the path `load` reads in `method`: a path under the object's own attributes, spelled the same
+    in both methods but for the names each method binds or takes (`Path(self.processed_dir,
+    f"data_{i}.pt")` saved in a loop over `i`, loaded as `Path(self.processed_dir,
+    f"data_{idx}.pt")`), through local names bound to such: the class's own files, which it wrote
+    from what it made."""
     path = path_argument(load)
     if path is None:
         return False
-    wanted = _canonical(_resolved_in(method, path, load))
     self_name = syntax.instance_self(method)
-    if self_name is None or not _built_from_the_object(wanted, method, self_name):
+    if self_name is None:
+        return False
+    wanted = _pattern(_resolved_in(method, path, load), method, self_name)
+    if not any(isinstance(n, cst.Name) and n.value == self_name for n in syntax.walk_expressions(wanted)):
         return False
     for other in methods:
         if other is method or syntax.instance_self(other) != self_name:
             continue
         for node in syntax.walk(other.body):
             if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower() and any(
-                    _canonical(_resolved_in(other, arg.value, arg)).deep_equals(wanted) for arg in node.args):
+                    _pattern(_resolved_in(other, arg.value, arg), other, self_name).deep_equals(wanted)
+                    for arg in node.args):
                 return True
     return False
 
@@ -284,13 +289,25 @@ def _resolved_in(function: cst.FunctionDef, expr: cst.BaseExpression, at: cst.CS
     return _unwrap_path(last) if last is not None else expr
 
 
-def _built_from_the_object(expr: cst.BaseExpression, method: cst.FunctionDef, self_name: str) -> bool:
-    """Whether every name in expr is the object itself or a name the method neither takes nor
-    binds (a module, a constant): the same expression means the same path in every method."""
+class _Wildcards(cst.CSTTransformer):
+    """Spell every name in `local` as `_`: what varies from call to call (an index, a parameter)."""
+
+    def __init__(self, local: set[str]) -> None:
+        super().__init__()
+        self.local = local
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return cst.Name("_") if original.value in self.local else updated
+
+
+def _pattern(expr: cst.BaseExpression, method: cst.FunctionDef, self_name: str) -> cst.BaseExpression:
+    """expr with its string literals spelled one way and the names the method takes or binds
+    (loop variables too) as `_`, so that two methods' spellings of one file pattern compare equal."""
     local = set(syntax.param_names(method.params)) - {self_name}
     for node in syntax.walk(method.body):
         target, _ = _binding(node)
         if target is not None:
             local.add(target)
-    mentioned = [n.value for n in syntax.walk_expressions(expr) if isinstance(n, cst.Name)]
-    return self_name in mentioned and not any(name in local for name in mentioned)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            local.update(n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name))
+    return _canonical(expr).visit(_Wildcards(local))

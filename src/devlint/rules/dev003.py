@@ -74,7 +74,8 @@ class FactoryWithoutDevice(Rule):
             reports = []
             for call, source, path, verdict in verdicts:
                 use = verdict.forward_use if forward_time else verdict.meeting
-                if use is None or _on_the_cpu_arm(path, function.params) or _after_numpy_of_input(path, function, self.facts):
+                if use is None or _on_the_cpu_arm(path, function.params) or _after_numpy_of_input(path, function, self.facts) \
+                        or _numpy_of_what_it_meets(call, use, function):
                     continue
                 related = self._evidence(frame, function, call, source, use, forward_time)
                 if related is None:  # no evidence to name: no finding
@@ -143,6 +144,19 @@ def _on_the_cpu_arm(path, params) -> bool:
             if on_cpu is not None and (arm is holder.body) == on_cpu:
                 return True
     return False
+
+
+def _numpy_of_what_it_meets(call: cst.Call, use, function: FunctionValues) -> bool:
+    """Whether the call's own arguments, which run before it, call `.numpy()` on a tensor
+    derived from the same parameter as the tensor it meets (`x - torch.from_numpy(smooth(
+    x.numpy()))`): that raises on a device tensor, so where the call runs that tensor is on the
+    CPU."""
+    met = next((e for e in use.met if function.is_tensor(e)), None)
+    roots = function.roots(met) if met is not None else set()
+    return bool(roots) and any(
+        isinstance(node, cst.Call) and syntax.method_name(node) == "numpy" and not node.args
+        and isinstance(node.func, cst.Attribute) and function.roots(node.func.value) & roots
+        for arg in call.args for node in syntax.walk(arg))
 
 
 def _after_numpy_of_input(path, function: FunctionValues, facts) -> bool:

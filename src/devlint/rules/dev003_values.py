@@ -367,6 +367,12 @@ def _joined_by(walk: _Walk) -> Optional[str]:
     return None
 
 
+# Conversions into a PIL image, a host value (what `pil_to_tensor` makes of it is a new CPU tensor).
+_TO_HOST_IMAGE = frozenset({
+    "torchvision.transforms.functional.to_pil_image", "torchvision.transforms.v2.functional.to_pil_image",
+})
+
+
 # The dimensions of what torch's joins make of pieces with n dimensions each.
 _JOINED_NDIM = {
     "torch.cat": lambda n: n, "torch.concat": lambda n: n, "torch.concatenate": lambda n: n,
@@ -391,8 +397,8 @@ def _argument(walk: _Walk, parent: cst.Arg) -> Optional[Fate]:
             and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
         return Fate(NON_TENSOR, walk.met)  # `"expected {}".format(v)`: formatted into text
     qualified = walk.facts.resolve(func)
-    if (qualified or "").startswith("numpy."):
-        return Fate(NON_TENSOR, walk.met)  # `np.absolute(v)`: numpy reads it on the host
+    if (qualified or "").startswith("numpy.") or qualified in _TO_HOST_IMAGE:
+        return Fate(NON_TENSOR, walk.met)  # `np.absolute(v)`, `to_pil_image(v)`: read on the host
     if values.is_host_argument(qualified or _loss_class_of(walk, func), call, parent):
         return Fate(NEUTRAL, walk.met)  # `F.ctc_loss(lp, targets, ...)`: taken on the host
     if qualified is not None and qualified.startswith("torch.") and syntax.keyword(call, "device") is not None:
@@ -1303,6 +1309,20 @@ class FunctionValues:
         if isinstance(where, cst.Arg) or where is None:
             return where, "it is passed on"
         return where, "it is used"
+
+    def roots(self, expr: cst.BaseExpression) -> set[str]:
+        """The derived names in expr, and the tensor parameters they come from."""
+        found = set()
+        for node in syntax.walk(expr):
+            if isinstance(node, cst.Name) and node.value in self.derived:
+                found.add(node.value)
+                name, seen = node.value, set()
+                while name not in self.params and name in self._sources and name not in seen:
+                    seen.add(name)
+                    name = self._sources[name]
+                if name in self.params:
+                    found.add(name)
+        return found
 
     def origin(self, expr: cst.BaseExpression) -> str:
         """Which parameter a derived expression comes from, in words."""

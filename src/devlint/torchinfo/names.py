@@ -114,8 +114,8 @@ TENSOR_ONLY_MEMBERS = frozenset(
 DTYPE_NAMES = frozenset(
     "torch." + name
     for name in (
-        "float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 uint8 long"
-        " short bool complex64 complex128 cfloat cdouble"
+        "float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 uint8 uint16 uint32 uint64 long"
+        " short bool complex64 complex128 cfloat cdouble float8_e4m3fn float8_e5m2"
     ).split()
 )
 MODULE_BASE_SUFFIXES = (
