@@ -568,3 +568,80 @@ def _named_device(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Call) and syntax.last_name(expr.func) == "device" and len(expr.args) == 1:
         expr = expr.args[0].value
     return syntax.string_value(expr)
+
+
+def host_at_every_call(function: cst.FunctionDef, param: str, facts: FileFacts) -> bool:
+    """Whether `param` holds a CPU value wherever `function` runs: the function is one only this
+    file calls (a module-level function or method whose name starts with one `_`, or a function
+    nested in another), it is called at least once and used for nothing else (not passed on,
+    returned or stored, which would let unseen code call it), and every call passes for `param`
+    a CPU value: a factory given no `device=`, `.cpu()` or `.to("cpu")` of anything, or a local
+    name of the caller bound only to such."""
+    definer = facts.definers.get(function)
+    name = function.name.value
+    nested = isinstance(definer, cst.FunctionDef)
+    if not nested and not (name.startswith("_") and not name.startswith("__")):
+        return False
+    positional = [p.name.value for p in [*function.params.posonly_params, *function.params.params]]
+    method = definer is not None and not nested
+    if method:
+        if "staticmethod" in [d or "" for d in syntax.decorator_names(function)]:
+            method = False
+        else:
+            positional = positional[1:]
+    if param not in positional and param not in [p.name.value for p in function.params.kwonly_params]:
+        return False
+    index = positional.index(param) if param in positional else None
+    scope = definer if nested else facts.module
+    parents: dict[int, cst.CSTNode] = {}
+    calls = 0
+    stack: list[cst.CSTNode] = [scope]
+    while stack:
+        node = stack.pop()
+        for child in syntax.children(node):
+            parents[id(child)] = node
+            stack.append(child)
+        named = isinstance(node, cst.Name) and node.value == name and not method \
+            or isinstance(node, cst.Attribute) and node.attr.value == name and method
+        if not named or node is function.name:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # `x.name` of another object, for a function that is no method
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+        if call is None or syntax.has_star_args(call) or syntax.has_double_star(call):
+            return False
+        given = syntax.keyword(call, param)
+        if given is None and index is not None and index < len(syntax.positional(call)):
+            given = syntax.positional(call)[index]
+        caller = _enclosing_function(node, parents)
+        if given is None or caller is None or not _cpu_value(given.value, caller, facts):
+            return False
+        calls += 1
+    return calls > 0
+
+
+def _enclosing_function(node: cst.CSTNode, parents: dict) -> Optional[cst.FunctionDef]:
+    while id(node) in parents:
+        node = parents[id(node)]
+        if isinstance(node, cst.FunctionDef):
+            return node
+    return None
+
+
+def _cpu_value(expr: cst.BaseExpression, caller: cst.FunctionDef, facts: FileFacts) -> bool:
+    """A factory given no `device=`, `.cpu()` or `.to("cpu")` of anything, or a local name of the
+    caller bound only to one of these."""
+    if values.is_device_less_factory(expr, facts) or _to_cpu(expr):
+        return True
+    return isinstance(expr, cst.Name) and expr.value in values.names_bound_only_to(
+        caller, lambda v: values.is_device_less_factory(v, facts) or _to_cpu(v))
+
+
+def _to_cpu(expr: cst.BaseExpression) -> bool:
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+        return False
+    method = expr.func.attr.value
+    args = syntax.positional(expr)
+    return method == "cpu" and not expr.args or method == "to" and len(expr.args) == 1 and len(args) == 1 \
+        and syntax.string_value(args[0].value) == "cpu"

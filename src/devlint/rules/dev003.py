@@ -8,7 +8,7 @@ import libcst as cst
 from devlint.analysis.device_contexts import DeviceContexts
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import MEETS, host_copy, host_end, joins
-from devlint.analysis.parameters import cpu_test, is_derived, maybe_not_a_tensor, not_a_tensor_here
+from devlint.analysis.parameters import cpu_test, host_at_every_call, is_derived, maybe_not_a_tensor, not_a_tensor_here
 from devlint.api import UNSAFE, FrameState, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.rules.dev003_values import ASSIGNED, FunctionValues, fate
@@ -75,7 +75,7 @@ class FactoryWithoutDevice(Rule):
             for call, source, path, verdict in verdicts:
                 use = verdict.forward_use if forward_time else verdict.meeting
                 if use is None or _on_the_cpu_arm(path, function.params) or _after_numpy_of_input(path, function, self.facts) \
-                        or _numpy_of_what_it_meets(call, use, function):
+                        or _numpy_of_what_it_meets(call, use, function) or _meets_host_arguments(use, function, node, self.facts):
                     continue
                 related = self._evidence(frame, function, call, source, use, forward_time)
                 if related is None:  # no evidence to name: no finding
@@ -157,6 +157,15 @@ def _numpy_of_what_it_meets(call: cst.Call, use, function: FunctionValues) -> bo
         isinstance(node, cst.Call) and syntax.method_name(node) == "numpy" and not node.args
         and isinstance(node.func, cst.Attribute) and function.roots(node.func.value) & roots
         for arg in call.args for node in syntax.walk(arg))
+
+
+def _meets_host_arguments(use, function: FunctionValues, node: cst.FunctionDef, facts) -> bool:
+    """Whether the tensor the call meets comes only from parameters that every call of this
+    function, one only the file calls, gives a CPU value (`_pad(torch.zeros(n))`): then it is
+    on the CPU too."""
+    met = next((e for e in use.met if function.is_tensor(e)), None)
+    roots = function.roots(met) & set(function.params) if met is not None else set()
+    return bool(roots) and all(host_at_every_call(node, param, facts) for param in roots)
 
 
 def _after_numpy_of_input(path, function: FunctionValues, facts) -> bool:
