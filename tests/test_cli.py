@@ -756,6 +756,32 @@ def test_a_base_in_another_file_that_registers_attributes(tmp_path):
     assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
 
 
+DEVICE_MIXIN = """import torch
+
+
+class DeviceMixin(torch.nn.Module):
+    def _apply(self, fn, recurse=True):
+        super()._apply(fn, recurse)
+        for name, value in list(self.__dict__.items()):
+            if isinstance(value, torch.Tensor):
+                object.__setattr__(self, name, fn(value))
+        return self
+"""
+
+
+def test_a_base_in_another_file_whose_apply_moves_attributes(tmp_path):
+    smoothing = SMOOTHING.replace("from pkg.operator import Operator", "from pkg.mixin import DeviceMixin") \
+        .replace("class Smoothing(Operator):", "class Smoothing(DeviceMixin):")
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/mixin.py": DEVICE_MIXIN,
+                     "pkg/smoothing.py": smoothing})
+    r = run("--isolated", "--no-cache", "--select", "DEV004", "pkg", cwd=tmp_path)
+    assert (r.returncode, findings(r.stdout)) == (0, []), r.stdout + r.stderr
+    # an `_apply` that does not walk the object's attributes moves only what torch moves
+    (tmp_path / "pkg" / "mixin.py").write_text(DEVICE_MIXIN.replace("list(self.__dict__.items())", "[]"))
+    r = run("--isolated", "--no-cache", "--select", "DEV004", "pkg", cwd=tmp_path)
+    assert findings(r.stdout) == [("pkg/smoothing.py", 8, 9, "DEV004")], r.stdout + r.stderr
+
+
 TRANSFORM = "class Transform:\n    def __call__(self, item):\n        return self.forward(item)\n"
 GRAPH = """import torch
 from pkg.transform import Transform

@@ -299,6 +299,9 @@ class _Wildcards(cst.CSTTransformer):
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
         return cst.Name("_") if original.value in self.local else updated
 
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)  # `self.stage` keeps its name beside a parameter `stage`
+
 
 def _pattern(expr: cst.BaseExpression, method: cst.FunctionDef, self_name: str) -> cst.BaseExpression:
     """expr with its string literals spelled one way and the names the method takes or binds

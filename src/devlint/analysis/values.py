@@ -292,7 +292,13 @@ class ValueModel:
         return expr if is_device_less_factory(expr, self.facts) else None
 
     def placement_of(self, expr: cst.BaseExpression) -> Optional[Placement]:
-        """Where expr lives when this scope put it on an accelerator, else None (CPU or unknown)."""
+        """Where expr lives when this scope put it on an accelerator, else None (CPU or unknown).
+        A comprehension of moved tensors (`{k: v.to(device) for k, v in batch.items()}`) holds
+        them where they were moved."""
+        if isinstance(expr, cst.DictComp):
+            return self.placement_of(expr.value)
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.placement_of(expr.elt)
         while True:
             if isinstance(expr, cst.Subscript):
                 expr = expr.value

@@ -240,7 +240,7 @@ class UnregisteredTensorAttribute(Rule):
         lightning = self._is_lightning_module(node)
         if lightning:
             self.lightning_classes.add(node.name.value)
-        if not state.candidates or self._sets_tensor_attributes(node) or self.facts.stays_on_default_device:
+        if not state.candidates or self._moves_tensor_attributes(node) or self.facts.stays_on_default_device:
             return  # (a `__setattr__` of the class or of a base registers its tensors as buffers)
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
@@ -354,16 +354,18 @@ class UnregisteredTensorAttribute(Rule):
             if (classes & lineage if classes is not None else owner not in lineage)
         }
 
-    def _sets_tensor_attributes(self, node: cst.ClassDef) -> bool:
+    def _moves_tensor_attributes(self, node: cst.ClassDef) -> bool:
         """Whether the class or a base defines a `__setattr__` that registers what it is given as
         a buffer or a parameter (`if isinstance(value, Tensor): self.register_buffer(name,
-        value)`): a base of this file, or one that the project defines in another file."""
+        value)`), or an `_apply` that walks its `__dict__` (moving each tensor in it): a base of
+        this file, or one that the project defines in another file."""
         lineage = self._lineage(node)  # with the names of its bases from other files
         infos = [info for info in self.facts.classes.values() if info.name in lineage]
-        if any(_registering_setattr(d) for info in infos for d in info.methods.get("__setattr__", ())):
+        if any(_registering_setattr(d) for info in infos for d in info.methods.get("__setattr__", ())) \
+                or any(_walks_its_dict(d) for info in infos for d in info.methods.get("_apply", ())):
             return True
         imported = lineage - {info.name for info in self.facts.classes.values()}
-        return any(self.ctx.project.sets_tensor_attributes(base.rsplit(".", 1)[-1]) for base in sorted(imported)
+        return any(self.ctx.project.moves_tensor_attributes(base.rsplit(".", 1)[-1]) for base in sorted(imported)
                    if not self.facts.from_outside_projects(base))
 
     def _lineage(self, node: cst.ClassDef) -> set[str]:
@@ -442,6 +444,12 @@ _ASKED = "?"
 
 def _registering_setattr(definition: cst.FunctionDef) -> bool:
     return any(isinstance(n, cst.Attribute) and n.attr.value in REGISTERING_NAMES for n in syntax.walk(definition))
+
+
+def _walks_its_dict(definition: cst.FunctionDef) -> bool:
+    """An `_apply` that reads the object's `__dict__` (`self.__dict__.items()`, `vars(self)`)."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "__dict__"
+               or isinstance(n, cst.Call) and syntax.dotted_name(n.func) == "vars" for n in syntax.walk(definition))
 
 
 def _input_places(frame) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """What a file's classes inherit from the rest of its project: which classes set their tensor
-attributes as buffers through a `__setattr__` of their own or of a base, wherever in the project
+attributes as buffers through a `__setattr__` of their own or of a base, or move them through an
+`_apply` that walks their `__dict__`, wherever in the project
 that base is defined (`class Operator(TensorAttributeMixin, nn.Module)` in one file,
 `class FiniteDifferenceOp(LinearOperator)` in another); and which are plain classes, no
 module whatever their subclasses define (`class Transform:` in one file, `class
@@ -8,7 +9,7 @@ RadialGraph(Transform)` with a `forward` in another).
 The project is the tree above the file up to the nearest folder with `pyproject.toml`,
 `setup.py`, `setup.cfg` or `.git` (else the folder above its top package, else its own folder).
 It is read only when a rule asks, once per process and root, with the standard library's `ast`
-(no libcst parse): the files that mention `__setattr__`, then those that mention a class found;
+(no libcst parse): the files that mention `__setattr__` or `_apply`, then those that mention a class found;
 for a plain class, the files of the package it is imported from that define a class of that
 name (one pass finds every file's `class` statements).
 Bases are matched by name, the way the project's code names them.
@@ -33,7 +34,7 @@ REGISTERING_NAMES = frozenset({"register_buffer", "register_parameter", "_buffer
 
 # Bases of a plain class that are no module: builtins (`object`) and these, by their last name.
 PLAIN_BASES = frozenset({"ABC", "Generic", "Protocol"})
-PLAIN_PREFIX = "plain "  # `asked` key of "is this class plain?", beside the bare names of setters
+PLAIN_PREFIX = "plain "  # `asked` key of "is this class plain?", beside the bare names of movers
 
 _CLASS_STATEMENT = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
 
@@ -51,11 +52,12 @@ class ProjectView:
         self.stamp: Optional[str] = None  # the project's files when the answers were read (`stamp`)
         self._root: Optional[Path] = None
 
-    def sets_tensor_attributes(self, class_name: str) -> bool:
+    def moves_tensor_attributes(self, class_name: str) -> bool:
         """Whether a class of this name in the project, or one of its bases there, defines a
-        `__setattr__` that registers what it is given as a buffer or a parameter."""
+        `__setattr__` that registers what it is given as a buffer or a parameter, or an `_apply`
+        that walks its `__dict__`: either way `model.to()` takes its tensor attributes along."""
         if class_name not in self.asked:
-            self.asked[class_name] = self.path is not None and class_name in self._project().setters()
+            self.asked[class_name] = self.path is not None and class_name in self._project().movers()
         return self.asked[class_name]
 
     def is_plain_class(self, package: str, class_name: str) -> bool:
@@ -72,7 +74,7 @@ class ProjectView:
         """The answer now to a question recorded in `asked`."""
         if key.startswith(PLAIN_PREFIX):
             return self.is_plain_class(*key[len(PLAIN_PREFIX):].split(" ", 1))
-        return self.sets_tensor_attributes(key)
+        return self.moves_tensor_attributes(key)
 
     def unchanged_since(self, stamp: Optional[str]) -> bool:
         """Whether the project's files are as they were when `stamp` was taken: then every
@@ -119,7 +121,7 @@ class _Project:
         self._root = root
         self._sources, self.stamp = _python_sources(root)  # None: too large to read
         self._trees: dict[Path, Optional[ast.Module]] = {}
-        self._setters: Optional[frozenset[str]] = None
+        self._movers: Optional[frozenset[str]] = None
         self._plain: dict[tuple[str, str], bool] = {}  # (package, class name) -> plain
         self._defined_in: Optional[dict[str, list[Path]]] = None  # class name -> files that define it
 
@@ -132,18 +134,18 @@ class _Project:
         tree = self._trees[path]
         return [] if tree is None else [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
 
-    def setters(self) -> frozenset[str]:
-        if self._setters is None:
-            self._setters = self._attribute_setters()
-        return self._setters
+    def movers(self) -> frozenset[str]:
+        if self._movers is None:
+            self._movers = self._attribute_movers()
+        return self._movers
 
-    def _attribute_setters(self) -> frozenset[str]:
+    def _attribute_movers(self) -> frozenset[str]:
         sources = self._sources
         if sources is None:
             return frozenset()
         found = {
-            node.name for path, data in sources.items() if b"__setattr__" in data
-            for node in self._classes(path) if any(_registering_setattr(item) for item in node.body)
+            node.name for path, data in sources.items() if b"__setattr__" in data or b"_apply" in data
+            for node in self._classes(path) if any(_registering_setattr(item) or _moving_apply(item) for item in node.body)
         }
         frontier = set(found)
         while frontier:
@@ -195,6 +197,14 @@ class _Project:
 def _registering_setattr(item: ast.stmt) -> bool:
     return isinstance(item, ast.FunctionDef) and item.name == "__setattr__" and any(
         isinstance(n, ast.Attribute) and n.attr in REGISTERING_NAMES for n in ast.walk(item))
+
+
+def _moving_apply(item: ast.stmt) -> bool:
+    """An `_apply` that walks the object's `__dict__` (`self.__dict__.items()`, `vars(self)`):
+    `model.to()` calls it, and it moves the plain tensor attributes too."""
+    return isinstance(item, ast.FunctionDef) and item.name == "_apply" and any(
+        isinstance(n, ast.Attribute) and n.attr == "__dict__"
+        or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "vars" for n in ast.walk(item))
 
 
 def _last_name(base: ast.expr) -> Optional[str]:
