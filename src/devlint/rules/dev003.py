@@ -164,7 +164,7 @@ def _meets_host_arguments(use, function: FunctionValues, node: cst.FunctionDef, 
     function, one only the file calls, gives a CPU value (`_pad(torch.zeros(n))`): then it is
     on the CPU too."""
     met = next((e for e in use.met if function.is_tensor(e)), None)
-    roots = function.roots(met) & set(function.params) if met is not None else set()
+    roots = function.parameter_roots(met) if met is not None else None
     return bool(roots) and all(host_at_every_call(node, param, facts) for param in roots)
 
 

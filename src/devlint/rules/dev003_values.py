@@ -1313,16 +1313,29 @@ class FunctionValues:
     def roots(self, expr: cst.BaseExpression) -> set[str]:
         """The derived names in expr, and the tensor parameters they come from."""
         found = set()
+        for name, param in self._traced(expr):
+            found.add(name)
+            if param is not None:
+                found.add(param)
+        return found
+
+    def parameter_roots(self, expr: cst.BaseExpression) -> Optional[set[str]]:
+        """The tensor parameters a derived expression comes from; None where one of its derived
+        names comes from none of them (a loop variable over something else, say)."""
+        traced = list(self._traced(expr))
+        if any(param is None for _, param in traced):
+            return None
+        return {param for _, param in traced}
+
+    def _traced(self, expr: cst.BaseExpression):
+        """(name, the parameter it comes from or None) for each derived name in expr."""
         for node in syntax.walk(expr):
             if isinstance(node, cst.Name) and node.value in self.derived:
-                found.add(node.value)
                 name, seen = node.value, set()
                 while name not in self.params and name in self._sources and name not in seen:
                     seen.add(name)
                     name = self._sources[name]
-                if name in self.params:
-                    found.add(name)
-        return found
+                yield node.value, name if name in self.params else None
 
     def origin(self, expr: cst.BaseExpression) -> str:
         """Which parameter a derived expression comes from, in words."""

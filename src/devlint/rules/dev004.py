@@ -241,7 +241,7 @@ class UnregisteredTensorAttribute(Rule):
         if lightning:
             self.lightning_classes.add(node.name.value)
         if not state.candidates or self._moves_tensor_attributes(node) or self.facts.stays_on_default_device:
-            return  # (a `__setattr__` of the class or of a base registers its tensors as buffers)
+            return  # (a `__setattr__` of the class or of a base registers its tensors, or its `_apply` moves them)
         moved_by_hand = self._moved_by_hand(node)
         buffers = self.facts.buffers(node)
         info = self.facts.class_info(node)
@@ -730,7 +730,7 @@ def _made_on_recorded_device(made: cst.CSTNode, self_name: Optional[str], record
     if self_name is None or not isinstance(made, cst.BaseExpression):
         return False
 
-    def recorded_device(arg: Optional[cst.Arg]) -> bool:
+    def names_recorded_device(arg: Optional[cst.Arg]) -> bool:
         value = arg.value if arg is not None else None
         return isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) \
             and value.value.value == self_name and recorded.recorded_device(value.attr.value, facts) is not None
@@ -741,13 +741,13 @@ def _made_on_recorded_device(made: cst.CSTNode, self_name: Optional[str], record
         if not isinstance(node, cst.Call):
             continue
         if values.is_move(node, facts) and isinstance(node.func, cst.Attribute):
-            if recorded_device(syntax.keyword(node, "device") or next(iter(syntax.positional(node)), None)):
+            if names_recorded_device(syntax.keyword(node, "device") or next(iter(syntax.positional(node)), None)):
                 placed_in.append(node.func.value)
             continue
         if facts.is_tensor_source(node) is None:
             continue
         sources += 1
-        if not recorded_device(syntax.keyword(node, "device")) and not any(
+        if not names_recorded_device(syntax.keyword(node, "device")) and not any(
                 any(inner is node for inner in syntax.walk(receiver)) for receiver in placed_in):
             return False
     return sources > 0
