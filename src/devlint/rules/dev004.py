@@ -447,9 +447,14 @@ def _registering_setattr(definition: cst.FunctionDef) -> bool:
 
 
 def _walks_its_dict(definition: cst.FunctionDef) -> bool:
-    """An `_apply` that reads the object's `__dict__` (`self.__dict__.items()`, `vars(self)`)."""
-    return any(isinstance(n, cst.Attribute) and n.attr.value == "__dict__"
-               or isinstance(n, cst.Call) and syntax.dotted_name(n.func) == "vars" for n in syntax.walk(definition))
+    """An `_apply` that reads the object's own `__dict__` (`self.__dict__.items()`, `vars(self)`;
+    not `vars(feature)` of another object)."""
+    self_name = syntax.instance_self(definition)
+    return self_name is not None and any(
+        isinstance(n, cst.Attribute) and n.attr.value == "__dict__" and syntax.dotted_name(n.value) == self_name
+        or isinstance(n, cst.Call) and syntax.dotted_name(n.func) == "vars" and len(n.args) == 1
+        and syntax.dotted_name(n.args[0].value) == self_name
+        for n in syntax.walk(definition))
 
 
 def _input_places(frame) -> dict[str, str]:

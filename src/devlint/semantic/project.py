@@ -200,11 +200,20 @@ def _registering_setattr(item: ast.stmt) -> bool:
 
 
 def _moving_apply(item: ast.stmt) -> bool:
-    """An `_apply` that walks the object's `__dict__` (`self.__dict__.items()`, `vars(self)`):
-    `model.to()` calls it, and it moves the plain tensor attributes too."""
-    return isinstance(item, ast.FunctionDef) and item.name == "_apply" and any(
-        isinstance(n, ast.Attribute) and n.attr == "__dict__"
-        or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "vars" for n in ast.walk(item))
+    """An `_apply` that walks the object's own `__dict__` (`self.__dict__.items()`,
+    `vars(self)`; not `vars(feature)` of another object): `model.to()` calls it, and it moves
+    the plain tensor attributes too."""
+    if not isinstance(item, ast.FunctionDef) or item.name != "_apply" or not item.args.args:
+        return False
+    self_name = item.args.args[0].arg
+
+    def is_self(node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id == self_name
+    return any(
+        isinstance(n, ast.Attribute) and n.attr == "__dict__" and is_self(n.value)
+        or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "vars"
+        and len(n.args) == 1 and is_self(n.args[0])
+        for n in ast.walk(item))
 
 
 def _last_name(base: ast.expr) -> Optional[str]:
