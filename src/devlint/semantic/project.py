@@ -144,7 +144,7 @@ class _Project:
         if sources is None:
             return frozenset()
         found = {
-            node.name for path, data in sources.items() if b"__setattr__" in data or b"_apply" in data
+            node.name for path, data in sources.items() if b"__setattr__" in data or b"def _apply" in data
             for node in self._classes(path) if any(_registering_setattr(item) or _moving_apply(item) for item in node.body)
         }
         frontier = set(found)
