@@ -1339,16 +1339,11 @@ class FunctionValues:
 
     def origin(self, expr: cst.BaseExpression) -> str:
         """Which parameter a derived expression comes from, in words."""
-        for node in syntax.walk(expr):
-            if isinstance(node, cst.Name) and node.value in self.derived:
-                name, seen = node.value, set()
-                while name not in self.params and name in self._sources and name not in seen:
-                    seen.add(name)
-                    name = self._sources[name]
-                if name in self.params:
-                    if node.value == name:
-                        return "`forward` input" if self.is_forward else f"parameter `{name}`"
-                    return f"derived from parameter `{name}`"
+        for name, param in self._traced(expr):
+            if param is not None:
+                if name == param:
+                    return "`forward` input" if self.is_forward else f"parameter `{param}`"
+                return f"derived from parameter `{param}`"
         return "derived from a tensor parameter"
 
     @property
