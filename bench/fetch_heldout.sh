@@ -3,7 +3,7 @@
 # registry, unpacked with only its .py and .ipynb files into DEST/<half>/<name>-<version>.
 # Usage: fetch_heldout.sh [DEST]   (default: ~/.cache/devlint-heldout)
 # Prints DEST as its last line; DEST/tuning and DEST/held-out are the two halves, DEST/fresh,
-# DEST/third to DEST/thirtyseventh the second to thirty-seventh held-out sets.
+# DEST/third to DEST/thirtyeighth the second to thirty-eighth held-out sets.
 set -euo pipefail
 dest=${1:-${HOME}/.cache/devlint-heldout}
 here=$(cd "$(dirname "$0")" && pwd)
