@@ -45,12 +45,15 @@ class ClassAttributes:
 
 def scan_class(facts, node: cst.ClassDef) -> ClassAttributes:
     """The class's attributes, and those its same-file bases set (`self.device` assigned in a base's
-    `__init__` is the subclass's too): the farthest base first, so the class's own come last."""
-    found = ClassAttributes(parallel=_is_parallel_wrapper(facts, node, set()))
-    info = facts.class_info(node)
-    for owner in reversed(facts.lineage(info)) if info is not None else ():
-        _scan_methods(found, owner.methods)
-    return found
+    `__init__` is the subclass's too): the farthest base first, so the class's own come last.
+    Worked out once per class of the file, for every rule that asks."""
+    known = facts.memo.setdefault("device_attributes.classes", {})
+    if node not in known:
+        found = known[node] = ClassAttributes(parallel=_is_parallel_wrapper(facts, node, set()))
+        info = facts.class_info(node)
+        for owner in reversed(facts.lineage(info)) if info is not None else ():
+            _scan_methods(found, owner.methods)
+    return known[node]
 
 
 def holds_device(name: str, attribute: Attribute, facts) -> bool:

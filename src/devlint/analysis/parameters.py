@@ -577,25 +577,41 @@ def host_at_every_call(function: cst.FunctionDef, param: str, facts: FileFacts) 
     returned or stored, which would let unseen code call it), and every call passes for `param`
     a CPU value: a factory given no `device=`, `.cpu()` or `.to("cpu")` of anything, or a local
     name of the caller bound only to such."""
+    known = facts.memo.setdefault("parameters.call-sites", {})
+    if function not in known:
+        known[function] = _only_calls(function, facts)
+    found = known[function]
+    if not found:
+        return False
+    positional, calls = found
+    if param not in positional and param not in [p.name.value for p in function.params.kwonly_params]:
+        return False
+    index = positional.index(param) if param in positional else None
+    for call, caller in calls:
+        given = syntax.keyword(call, param)
+        if given is None and index is not None and index < len(syntax.positional(call)):
+            given = syntax.positional(call)[index]
+        if given is None or caller is None or not _cpu_value(given.value, caller, facts):
+            return False
+    return True
+
+
+def _only_calls(function: cst.FunctionDef, facts: FileFacts):
+    """(the names of its positional parameters a call fills, [(each call, the function that
+    makes it)]) for a function only this file calls and uses for nothing else, called at least
+    once without `*args` or `**kwargs`; else None."""
     definer = facts.definers.get(function)
     name = function.name.value
     nested = isinstance(definer, cst.FunctionDef)
     if not nested and not (name.startswith("_") and not name.startswith("__")):
-        return False
+        return None
     positional = [p.name.value for p in [*function.params.posonly_params, *function.params.params]]
-    method = definer is not None and not nested
+    method = definer is not None and not nested and "staticmethod" not in [d or "" for d in syntax.decorator_names(function)]
     if method:
-        if "staticmethod" in [d or "" for d in syntax.decorator_names(function)]:
-            method = False
-        else:
-            positional = positional[1:]
-    if param not in positional and param not in [p.name.value for p in function.params.kwonly_params]:
-        return False
-    index = positional.index(param) if param in positional else None
-    scope = definer if nested else facts.module
+        positional = positional[1:]
     parents: dict[int, cst.CSTNode] = {}
-    calls = 0
-    stack: list[cst.CSTNode] = [scope]
+    calls = []
+    stack: list[cst.CSTNode] = [definer if nested else facts.module]
     while stack:
         node = stack.pop()
         for child in syntax.children(node):
@@ -610,15 +626,9 @@ def host_at_every_call(function: cst.FunctionDef, param: str, facts: FileFacts) 
             continue  # `x.name` of another object, for a function that is no method
         call = parent if isinstance(parent, cst.Call) and parent.func is node else None
         if call is None or syntax.has_star_args(call) or syntax.has_double_star(call):
-            return False
-        given = syntax.keyword(call, param)
-        if given is None and index is not None and index < len(syntax.positional(call)):
-            given = syntax.positional(call)[index]
-        caller = _enclosing_function(node, parents)
-        if given is None or caller is None or not _cpu_value(given.value, caller, facts):
-            return False
-        calls += 1
-    return calls > 0
+            return None
+        calls.append((call, _enclosing_function(node, parents)))
+    return (positional, calls) if calls else None
 
 
 def _enclosing_function(node: cst.CSTNode, parents: dict) -> Optional[cst.FunctionDef]:

@@ -260,17 +260,18 @@ def saved_by_its_class(load: cst.Call, method: cst.FunctionDef, methods: list[cs
     self_name = syntax.instance_self(method)
     if self_name is None:
         return False
-    wanted = _pattern(_resolved_in(method, path, load), method, self_name)
+    wanted = _pattern(_resolved_in(method, path, load), _local_names(method, self_name))
     if not any(isinstance(n, cst.Name) and n.value == self_name for n in syntax.walk_expressions(wanted)):
         return False
     for other in methods:
         if other is method or syntax.instance_self(other) != self_name:
             continue
+        local = None
         for node in syntax.walk(other.body):
-            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower() and any(
-                    _pattern(_resolved_in(other, arg.value, arg), other, self_name).deep_equals(wanted)
-                    for arg in node.args):
-                return True
+            if isinstance(node, cst.Call) and "save" in (syntax.last_name(node.func) or "").lower():
+                local = _local_names(other, self_name) if local is None else local
+                if any(_pattern(_resolved_in(other, arg.value, arg), local).deep_equals(wanted) for arg in node.args):
+                    return True
     return False
 
 
@@ -303,9 +304,8 @@ class _Wildcards(cst.CSTTransformer):
         return updated.with_changes(attr=original.attr)  # `self.stage` keeps its name beside a parameter `stage`
 
 
-def _pattern(expr: cst.BaseExpression, method: cst.FunctionDef, self_name: str) -> cst.BaseExpression:
-    """expr with its string literals spelled one way and the names the method takes or binds
-    (loop variables too) as `_`, so that two methods' spellings of one file pattern compare equal."""
+def _local_names(method: cst.FunctionDef, self_name: str) -> set[str]:
+    """The names the method takes or binds (loop variables too), but its `self`."""
     local = set(syntax.param_names(method.params)) - {self_name}
     for node in syntax.walk(method.body):
         target, _ = _binding(node)
@@ -313,4 +313,10 @@ def _pattern(expr: cst.BaseExpression, method: cst.FunctionDef, self_name: str) 
             local.add(target)
         elif isinstance(node, (cst.For, cst.CompFor)):
             local.update(n.value for n in syntax.walk(node.target) if isinstance(n, cst.Name))
+    return local
+
+
+def _pattern(expr: cst.BaseExpression, local: set[str]) -> cst.BaseExpression:
+    """expr with its string literals spelled one way and the method's `local` names as `_`, so
+    that two methods' spellings of one file pattern compare equal."""
     return _canonical(expr).visit(_Wildcards(local))

@@ -115,12 +115,12 @@ def soundness_problem(before: str, after: str) -> Optional[str]:
     """Why `after` may not replace `before`, or None."""
     try:
         from devlint import engine  # imports libcst
-        from devlint.engine.traversal import _python_error
+        from devlint.engine.traversal import python_error
 
         engine.parse(after)
         compile(after, "<fixed>", "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
     except (ParseError, SyntaxError, ValueError) as exc:
-        if isinstance(exc, SyntaxError) and _python_error(before) is not None:
+        if isinstance(exc, SyntaxError) and python_error(before) is not None:
             # libcst reads syntax of newer Pythons than the one running: the file was never
             # valid here, so nothing this Python writes can be checked against it
             return f"this Python ({sys.version_info[0]}.{sys.version_info[1]}) cannot parse the file itself ({exc})"

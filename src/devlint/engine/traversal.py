@@ -95,10 +95,11 @@ def parse(source: str) -> cst.Module:
         error = ParseError(exc.message.strip() or "invalid syntax", exc.raw_line, exc.raw_column + 1)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # libcst surfaces a few errors this way
         error = ParseError(str(exc).strip() or type(exc).__name__)
-    raise _python_error(source) or error
+    raise python_error(source) or error
 
 
-def _python_error(source: str) -> Optional[ParseError]:
+def python_error(source: str) -> Optional[ParseError]:
+    """Why the running Python's own parser rejects `source` (a NUL byte, a syntax error), or None."""
     nul = source.find("\0")
     if nul >= 0:
         line_start = source.rfind("\n", 0, nul) + 1

@@ -740,20 +740,19 @@ def _made_on_recorded_device(made: cst.CSTNode, self_name: Optional[str], record
         return isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) \
             and value.value.value == self_name and recorded.recorded_device(value.attr.value, facts) is not None
 
-    placed_in: list[cst.CSTNode] = []  # the receivers of `.to(self.device)`: all they make lands there
+    placed: set[int] = set()  # the nodes under a `.to(self.device)`: all they make lands there
     sources = 0
-    for node in syntax.walk(made):
+    for node in syntax.walk(made):  # outer calls before those in their receivers
         if not isinstance(node, cst.Call):
             continue
         if values.is_move(node, facts) and isinstance(node.func, cst.Attribute):
             if names_recorded_device(syntax.keyword(node, "device") or next(iter(syntax.positional(node)), None)):
-                placed_in.append(node.func.value)
+                placed.update(id(inner) for inner in syntax.walk(node.func.value))
             continue
         if facts.is_tensor_source(node) is None:
             continue
         sources += 1
-        if not names_recorded_device(syntax.keyword(node, "device")) and not any(
-                any(inner is node for inner in syntax.walk(receiver)) for receiver in placed_in):
+        if not names_recorded_device(syntax.keyword(node, "device")) and id(node) not in placed:
             return False
     return sources > 0
 

@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.device_attributes import ClassAttributes, scan_class
+from devlint.analysis.device_attributes import scan_class
 from devlint.analysis.forward_time import ForwardTime
 from devlint.analysis.host_ends import host_end
 from devlint.analysis.parameters import first_used_param, not_a_tensor_here, tensor_parameters
-from devlint.api import UNSAFE, ClassFrame, FrameState, FunctionFrame, NodeFix, Rule
+from devlint.api import UNSAFE, FrameState, FunctionFrame, NodeFix, Rule
 from devlint.core import edits, syntax
 from devlint.torchinfo import names
 
@@ -33,7 +33,6 @@ class StaleDeviceAttribute(Rule):
         super().__init__(ctx)
         # by function frame: (attribute name, `self.NAME`, the call, the path down to the call)
         self._uses: FrameState[list[tuple[str, cst.Attribute, cst.Call, tuple]]] = FrameState(list)
-        self._classes: dict[ClassFrame, ClassAttributes] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self.ctx.function
@@ -73,7 +72,7 @@ class StaleDeviceAttribute(Rule):
         name = frame.self_attribute(receiver)
         if name is None:
             return False
-        attribute = self._class(frame.klass).attributes.get(name)
+        attribute = scan_class(self.facts, frame.klass.node).attributes.get(name)
         return attribute is not None and any(
             isinstance(v, cst.Call) and self.facts.is_tensor_source(v) is None for v in attribute.init_values
         )
@@ -84,11 +83,8 @@ class StaleDeviceAttribute(Rule):
         if uses:
             self.ctx[ForwardTime].when_known(frame, lambda forward_time: forward_time and self._check(frame, uses))
 
-    def leave_Module(self, node: cst.Module) -> None:
-        self._classes.clear()  # read by ForwardTime's callbacks, which come after this rule's leave_ClassDef
-
     def _check(self, frame: FunctionFrame, uses: list[tuple[str, cst.Attribute, cst.Call, tuple]]) -> None:
-        klass = self._class(frame.klass)
+        klass = scan_class(self.facts, frame.klass.node)
         if klass.parallel:
             return  # DataParallel and DDP place outputs on a chosen `output_device` on purpose
         param = ...  # found on the first report
@@ -133,13 +129,6 @@ class StaleDeviceAttribute(Rule):
                 fix,
                 related=related,
             )
-
-    # --- the class's attributes --------------------------------------------------------------
-    def _class(self, klass: ClassFrame) -> ClassAttributes:
-        found = self._classes.get(klass)
-        if found is None:
-            found = self._classes[klass] = scan_class(self.facts, klass.node)
-        return found
 
 
 def _module_moved_to(frame: FunctionFrame) -> set[str]:
