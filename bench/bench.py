@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each command but TorchFix (the median is shown)")
     parser.add_argument("--baseline", type=Path, metavar="SRC", help="the src folder of another devlint to run beside this one")
     args = parser.parse_args()
+    if args.baseline and not (args.baseline / "devlint" / "__init__.py").is_file():
+        # a missing folder on PYTHONPATH would run this version against itself, unnoticed
+        parser.error(f"--baseline {args.baseline}: no devlint package there (give a checkout's `src` folder)")
     corpus = args.corpus
     if args.quick:
         corpus = next(p for p in corpus.iterdir() if p.name.startswith("timm-"))
